@@ -1,0 +1,32 @@
+# CallVeil: the two set-up commands are `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+# Debian packages the build, tests and benchmarks need; installed only when missing.
+DEB_PACKAGES := valgrind
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SWIFT_TEST_FLAGS ?= --parallel
+
+.PHONY: deps test run bench build clean
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build:
+	swift build
+
+test: deps
+	swift test $(SWIFT_TEST_FLAGS)
+
+# Main job. Until the service lands (issue "The Live Caller ID Lookup service"), it runs the engine benchmark.
+run: deps
+	@echo "make run: the lookup service is not built yet; running the BFV engine benchmark instead."
+	@$(MAKE) --no-print-directory bench
+
+bench: deps
+	bash bench/run-bfv-bench.sh
+
+clean:
+	rm -rf .build .build-*

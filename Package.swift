@@ -1,0 +1,55 @@
+// swift-tools-version:6.1
+// CallVeil: a scalable backend for iPhone Live Caller ID Lookup.
+//
+// Modules, lowest first (a module never imports one above it):
+//   BFV            modular arithmetic, RNS polynomials, NTT, the BFV scheme, byte serialization
+//   LookupProtocol protobuf messages of the wire protocol and conversions to engine types
+// Later layers (PIR, Cluster, LookupService, the `callveil` executable) are added by their issues.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "CallVeil",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "BFV", targets: ["BFV"]),
+        .library(name: "LookupProtocol", targets: ["LookupProtocol"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+    ],
+    targets: [
+        .target(
+            name: "BFV",
+            dependencies: [.product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict),
+        .target(
+            name: "LookupProtocol",
+            dependencies: ["BFV", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["proto"],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "BFVBench",
+            dependencies: ["BFV", "LookupProtocol"],
+            path: "bench/BFVBench",
+            swiftSettings: strict),
+        .target(
+            name: "ConformanceSupport",
+            dependencies: [],
+            path: "Tests/ConformanceSupport",
+            swiftSettings: strict),
+        .testTarget(
+            name: "BFVTests",
+            dependencies: ["BFV", "ConformanceSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "LookupProtocolTests",
+            dependencies: ["BFV", "LookupProtocol", "ConformanceSupport"],
+            swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)

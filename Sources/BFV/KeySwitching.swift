@@ -1,0 +1,110 @@
+extension Context {
+    /// Key switching with one special modulus (SPEC-HE §10.3): for `c` in coefficient form over `q_0 … q_l`,
+    /// returns `(u0, u1)` over the same moduli with `u0 + u1·s ≈ c·s'`. The digits are the raw RNS residues
+    /// `[c]_{q_j}` (reduced mod the output modulus when larger), matching the reference's key form, and the
+    /// special modulus is divided out with rounding.
+    public func keySwitch(_ c: PolyRq, key: KeySwitchKey) throws -> (PolyRq, PolyRq) {
+        guard let ks = keySwitching else { throw HEError.invalidParameters("no special modulus for key switching") }
+        guard c.format == .coeff else { throw HEError.incompatibleOperands("key switching takes coefficient form") }
+        let ctx = c.context
+        let l = ctx.rowCount
+        guard l <= key.ciphertexts.count, ctx.isPrefix(of: keyContext) else {
+            throw HEError.incompatibleOperands("key switching input has \(l) moduli; the key covers \(key.ciphertexts.count)")
+        }
+        let n = degree
+        let keyRows = keyContext.rowCount
+        // Work rows: q_0 … q_{l-1}, then p (key row L-1).
+        var u0 = [UInt64](repeating: 0, count: (l + 1) * n)
+        var u1 = [UInt64](repeating: 0, count: (l + 1) * n)
+        var digit = [UInt64](repeating: 0, count: n)
+        var acc0 = [UInt128](repeating: 0, count: n)
+        var acc1 = [UInt128](repeating: 0, count: n)
+        for outRow in 0...l {
+            let keyRow = outRow < l ? outRow : keyRows - 1
+            let r = keyContext.moduli[keyRow]
+            guard let tables = keyContext.ntt[keyRow] else { throw HEError.invalidParameters("no NTT for \(r.value)") }
+            for i in 0..<n { acc0[i] = 0; acc1[i] = 0 }
+            for j in 0..<l {
+                let qj = ctx.moduli[j].value
+                c.data.withUnsafeBufferPointer { src in
+                    for i in 0..<n {
+                        let v = src[j * n + i]
+                        digit[i] = qj > r.value ? r.reduce(v) : v
+                    }
+                }
+                digit.withUnsafeMutableBufferPointer { tables.forwardInPlace($0) }
+                let k0 = key.ciphertexts[j].polys[0].data
+                let k1 = key.ciphertexts[j].polys[1].data
+                k0.withUnsafeBufferPointer { a0 in
+                    k1.withUnsafeBufferPointer { a1 in
+                        let base = keyRow * n
+                        for i in 0..<n {
+                            let d = UInt128(digit[i])
+                            acc0[i] &+= d * UInt128(a0[base + i])
+                            acc1[i] &+= d * UInt128(a1[base + i])
+                        }
+                    }
+                }
+            }
+            u0.withUnsafeMutableBufferPointer { o0 in
+                u1.withUnsafeMutableBufferPointer { o1 in
+                    let base = outRow * n
+                    for i in 0..<n {
+                        o0[base + i] = r.reduce(acc0[i])
+                        o1[base + i] = r.reduce(acc1[i])
+                    }
+                    tables.inverseInPlace(UnsafeMutableBufferPointer(rebasing: o0[base..<(base + n)]))
+                    tables.inverseInPlace(UnsafeMutableBufferPointer(rebasing: o1[base..<(base + n)]))
+                }
+            }
+        }
+        return (dropSpecialModulus(u0, context: ctx, constants: ks), dropSpecialModulus(u1, context: ctx, constants: ks))
+    }
+
+    /// `round(x / p)` over `q_0 … q_{l-1}`, for `x` given over `q_0 … q_{l-1}, p` (last row p), coefficient form.
+    func dropSpecialModulus(_ x: [UInt64], context ctx: PolyContext, constants ks: KeySwitchingConstants) -> PolyRq {
+        let n = degree
+        let l = ctx.rowCount
+        let p = ks.special
+        let h = p.value / 2
+        var out = [UInt64](repeating: 0, count: l * n)
+        for i in 0..<l {
+            let q = ctx.moduli[i]
+            let inv = ks.specialInverse[i]
+            let invShoup = q.shoup(inv)
+            let hq = ks.specialHalf[i]
+            for j in 0..<n {
+                let y = p.add(x[l * n + j], h)
+                let v = q.subtract(q.add(x[i * n + j], hq), q.reduce(y))
+                out[i * n + j] = q.multiplyShoup(v, inv, invShoup)
+            }
+        }
+        return PolyRq(unchecked: ctx, format: .coeff, data: out)
+    }
+
+    /// `σ_g` on a ciphertext with key switching back to `s` (SPEC-HE §10.4). Output is in coefficient form.
+    public func applyGalois(_ ciphertext: Ciphertext, element g: Int, key: EvaluationKey) throws -> Ciphertext {
+        guard let ksk = key.galoisKeys[g] else { throw HEError.missingKey("Galois key for element \(g)") }
+        guard ciphertext.polys.count == 2 else { throw HEError.incompatibleOperands("Galois needs a 2-polynomial ciphertext") }
+        guard ciphertext.correctionFactor == 1 else { throw HEError.incompatibleOperands("Galois needs correction factor 1") }
+        let ct = ciphertext.converted(to: .coeff)
+        var c0 = try Galois.apply(ct.polys[0], element: g)
+        let c1 = try Galois.apply(ct.polys[1], element: g)
+        let (u0, u1) = try keySwitch(c1, key: ksk)
+        try c0.add(u0)
+        return try Ciphertext(context: self, polys: [c0, u1], correctionFactor: 1, seed: nil)
+    }
+
+    /// Relinearizes a 3-polynomial ciphertext to 2 polynomials (SPEC-HE §10.4). Output is in coefficient form.
+    public func relinearize(_ ciphertext: Ciphertext, key: EvaluationKey) throws -> Ciphertext {
+        guard let rk = key.relinearizationKey else { throw HEError.missingKey("relinearization key") }
+        guard ciphertext.polys.count == 3 else { throw HEError.incompatibleOperands("relinearization needs 3 polynomials") }
+        let ct = ciphertext.converted(to: .coeff)
+        let (u0, u1) = try keySwitch(ct.polys[2], key: rk)
+        var c0 = ct.polys[0]
+        var c1 = ct.polys[1]
+        try c0.add(u0)
+        try c1.add(u1)
+        return try Ciphertext(context: self, polys: [c0, c1], correctionFactor: ct.correctionFactor, seed: nil)
+    }
+}
