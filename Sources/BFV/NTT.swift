@@ -51,74 +51,136 @@ public struct NTTTables: Sendable {
     }
 
     /// Forward negacyclic NTT in place. Input values must be below `q`; outputs are fully reduced.
+    ///
+    /// Cooley–Tukey with Harvey's lazy butterflies: values stay in `[0, 4q)` between stages and are reduced
+    /// once at the end. Index arithmetic is unchecked (`&+`): every index is below N by construction.
     @inlinable
-    public func forwardInPlace(_ a: UnsafeMutableBufferPointer<UInt64>) {
+    public func forwardInPlace(_ buffer: UnsafeMutableBufferPointer<UInt64>) {
+        guard let a = buffer.baseAddress else { return }
         let q = modulus.value
         let twoQ = q &* 2
         let n = degree
-        var t = n
-        var m = 1
-        forward.withUnsafeBufferPointer { w in
-            forwardShoup.withUnsafeBufferPointer { ws in
+        forward.withUnsafeBufferPointer { wBuf in
+            forwardShoup.withUnsafeBufferPointer { wsBuf in
+                guard let w = wBuf.baseAddress, let ws = wsBuf.baseAddress else { return }
+                var t = n
+                var m = 1
                 while m < n {
-                    t >>= 1
-                    for i in 0..<m {
-                        let wv = w[m + i]
-                        let wsv = ws[m + i]
-                        let j1 = 2 * i * t
-                        for j in j1..<(j1 + t) {
-                            var x = a[j]
-                            if x >= twoQ { x &-= twoQ }
-                            let y = modulus.multiplyShoupLazy(a[j + t], wv, wsv)
-                            a[j] = x &+ y
-                            a[j + t] = x &+ twoQ &- y
+                    t &>>= 1
+                    if t == 1 {
+                        // Last stage: one butterfly per twiddle, no inner loop; fused with the final reduction.
+                        var i = 0
+                        while i < m {
+                            let wv = w[m &+ i]
+                            let wsv = ws[m &+ i]
+                            let x = a.advanced(by: 2 &* i)
+                            var u = x[0]
+                            u = Swift.min(u, u &- twoQ)
+                            let v = x[1]
+                            let prod = v &* wv &- v.multipliedFullWidth(by: wsv).high &* q
+                            var r0 = u &+ prod
+                            var r1 = u &+ twoQ &- prod
+                            r0 = Swift.min(r0, r0 &- twoQ)
+                            r0 = Swift.min(r0, r0 &- q)
+                            r1 = Swift.min(r1, r1 &- twoQ)
+                            r1 = Swift.min(r1, r1 &- q)
+                            x[0] = r0
+                            x[1] = r1
+                            i &+= 1
                         }
+                        return
                     }
-                    m <<= 1
+                    var i = 0
+                    while i < m {
+                        let wv = w[m &+ i]
+                        let wsv = ws[m &+ i]
+                        let x = a.advanced(by: 2 &* i &* t)
+                        let y = x.advanced(by: t)
+                        var j = 0
+                        while j < t {
+                            var u = x[j]
+                            if u >= twoQ { u &-= twoQ }
+                            let v = y[j]
+                            let prod = v &* wv &- v.multipliedFullWidth(by: wsv).high &* q
+                            x[j] = u &+ prod
+                            y[j] = u &+ twoQ &- prod
+                            j &+= 1
+                        }
+                        i &+= 1
+                    }
+                    m &<<= 1
                 }
             }
         }
-        for j in 0..<n {
-            var x = a[j]
-            if x >= twoQ { x &-= twoQ }
-            if x >= q { x &-= q }
-            a[j] = x
+        if n == 1 {
+            if a[0] >= q { a[0] &-= q }
         }
     }
 
     /// Inverse negacyclic NTT in place, including the factor `N^{-1}`. Inputs below `q`; outputs fully reduced.
+    ///
+    /// Gentleman–Sande with lazy butterflies (values in `[0, 2q)`), the `N^{-1}` scaling fused into the final pass.
     @inlinable
-    public func inverseInPlace(_ a: UnsafeMutableBufferPointer<UInt64>) {
+    public func inverseInPlace(_ buffer: UnsafeMutableBufferPointer<UInt64>) {
+        guard let a = buffer.baseAddress else { return }
         let q = modulus.value
         let twoQ = q &* 2
         let n = degree
-        var t = 1
-        var m = n
-        inverse.withUnsafeBufferPointer { w in
-            inverseShoup.withUnsafeBufferPointer { ws in
+        inverse.withUnsafeBufferPointer { wBuf in
+            inverseShoup.withUnsafeBufferPointer { wsBuf in
+                guard let w = wBuf.baseAddress, let ws = wsBuf.baseAddress else { return }
+                // First stage: one butterfly per twiddle, no inner loop.
+                let half = n &>> 1
+                var k = 0
+                while k < half {
+                    let wv = w[half &+ k]
+                    let wsv = ws[half &+ k]
+                    let x = a.advanced(by: 2 &* k)
+                    let u = x[0]
+                    let v = x[1]
+                    let s = u &+ v
+                    x[0] = Swift.min(s, s &- twoQ)
+                    let d = u &+ twoQ &- v
+                    x[1] = d &* wv &- d.multipliedFullWidth(by: wsv).high &* q
+                    k &+= 1
+                }
+                var t = 2
+                var m = half
                 while m > 1 {
-                    let h = m >> 1
-                    var j1 = 0
-                    for i in 0..<h {
-                        let wv = w[h + i]
-                        let wsv = ws[h + i]
-                        for j in j1..<(j1 + t) {
-                            let u = a[j]
-                            let v = a[j + t]
+                    let h = m &>> 1
+                    var i = 0
+                    while i < h {
+                        let wv = w[h &+ i]
+                        let wsv = ws[h &+ i]
+                        let x = a.advanced(by: 2 &* i &* t)
+                        let y = x.advanced(by: t)
+                        var j = 0
+                        while j < t {
+                            let u = x[j]
+                            let v = y[j]
                             var s = u &+ v
                             if s >= twoQ { s &-= twoQ }
-                            a[j] = s
-                            a[j + t] = modulus.multiplyShoupLazy(u &+ twoQ &- v, wv, wsv)
+                            x[j] = s
+                            let d = u &+ twoQ &- v
+                            y[j] = d &* wv &- d.multipliedFullWidth(by: wsv).high &* q
+                            j &+= 1
                         }
-                        j1 += 2 * t
+                        i &+= 1
                     }
-                    t <<= 1
+                    t &<<= 1
                     m = h
                 }
             }
         }
-        for j in 0..<n {
-            a[j] = modulus.multiplyShoup(a[j], inverseDegree, inverseDegreeShoup)
+        let inv = inverseDegree
+        let invShoup = inverseDegreeShoup
+        var j = 0
+        while j < n {
+            let x = a[j]
+            var r = x &* inv &- x.multipliedFullWidth(by: invShoup).high &* q
+            r = Swift.min(r, r &- q)
+            a[j] = r
+            j &+= 1
         }
     }
 }

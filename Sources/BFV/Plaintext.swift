@@ -121,3 +121,36 @@ extension Context {
         return try EvalPlaintext(poly: poly)
     }
 }
+
+extension Plaintext {
+    /// The reference's `SerializedPlaintext.poly` bytes: the packed row mod t, no count header.
+    public func serialize() -> [UInt8] { CoefficientPacking.serialize(poly) }
+
+    /// Parses the packed row of a coefficient plaintext; values must be below t.
+    public init(deserialize bytes: [UInt8], context: Context) throws {
+        let expected = CoefficientPacking.polyByteCount(context: context.plaintextContext)
+        guard bytes.count == expected else {
+            throw HEError.malformedSerialization("plaintext has \(bytes.count) bytes, expected \(expected)")
+        }
+        let (poly, _) = try bytes.withUnsafeBytes {
+            try CoefficientPacking.deserialize($0, context: context.plaintextContext, format: .coeff)
+        }
+        self.init(poly: poly)
+    }
+}
+
+extension EvalPlaintext {
+    /// Packed evaluation rows over the plaintext's moduli (the server's own storage; never on the wire to a client).
+    public func serialize() -> [UInt8] { CoefficientPacking.serialize(poly) }
+
+    /// Parses packed evaluation rows over the first `moduliCount` moduli.
+    public init(deserialize bytes: [UInt8], context: Context, moduliCount: Int) throws {
+        let ctx = try context.context(moduliCount: moduliCount)
+        let expected = CoefficientPacking.polyByteCount(context: ctx)
+        guard bytes.count == expected else {
+            throw HEError.malformedSerialization("plaintext has \(bytes.count) bytes, expected \(expected)")
+        }
+        let (poly, _) = try bytes.withUnsafeBytes { try CoefficientPacking.deserialize($0, context: ctx, format: .eval) }
+        try self.init(poly: poly)
+    }
+}

@@ -115,6 +115,12 @@ struct HomomorphicPropertyTests {
         let compressed = try Ciphertext(deserialize: single.serialize(forDecryption: true), context: s.context,
                                         moduliCount: 1, format: .coeff)
         #expect(try s.decrypt(compressed) == a)
+        // Plaintexts round-trip in both forms.
+        let pt = try s.context.encodeCoefficients(a)
+        #expect(try Plaintext(deserialize: pt.serialize(), context: s.context) == pt)
+        let ept = try s.context.evalPlaintext(pt)
+        #expect(try EvalPlaintext(deserialize: ept.serialize(), context: s.context, moduliCount: ctCount) == ept)
+        #expect(throws: HEError.self) { try Plaintext(deserialize: Array(pt.serialize().dropLast()), context: s.context) }
         // Keys round-trip through their wire form.
         let skBytes = s.secretKey.serialize()
         #expect(try SecretKey(deserialize: skBytes, context: s.context).poly == s.secretKey.poly)
@@ -148,4 +154,36 @@ struct HomomorphicPropertyTests {
         let expected = (0..<s.n).map { i in i < half ? a[(i + half - 1) % half] : a[half + (i - half + half - 1) % half] }
         #expect(rotated == expected)
     }
+}
+
+/// The lazy inner product agrees with summing single products, across the reduction-chunk boundary.
+@Test("inner product equals the sum of ciphertext × plaintext", arguments: [ParameterPreset.insecure_n_8_logq_5x18_logt_5,
+      .n_4096_logq_27_28_28_logt_5, .insecure_n_512_logq_4x60_logt_20])
+func innerProductMatchesProducts(preset: ParameterPreset) throws {
+    var rng = SystemRandomNumberGenerator()
+    let context = try Context(preset: preset)
+    let sk = SecretKey(context: context)
+    let t = preset.plaintextModulus
+    let n = preset.polyDegree
+    let terms = preset == .n_4096_logq_27_28_28_logt_5 ? 300 : 40
+    var cts: [Ciphertext] = []
+    var pts: [EvalPlaintext] = []
+    var expected = [UInt64](repeating: 0, count: n)
+    let base = try context.encrypt(context.encodeCoefficients(PlaintextModel.random(count: n, t: t, using: &rng)), secretKey: sk)
+    let baseValues = try context.decrypt(base, secretKey: sk).values
+    let evalBase = base.converted(to: .eval)
+    for _ in 0..<terms {
+        // Constant plaintexts keep the model cheap: the product is a scalar multiple.
+        let c = UInt64.random(in: 0..<t, using: &rng)
+        var values = [UInt64](repeating: 0, count: n)
+        values[0] = c
+        cts.append(evalBase)
+        pts.append(try context.evalPlaintext(context.encodeCoefficients(values)))
+        for j in 0..<n { expected[j] = UInt64((UInt128(expected[j]) + UInt128(baseValues[j]) * UInt128(c)) % UInt128(t)) }
+    }
+    let sum = try context.innerProduct(cts, pts)
+    var reference = try context.multiply(cts[0], plaintext: pts[0])
+    for i in 1..<terms { reference = try context.add(reference, context.multiply(cts[i], plaintext: pts[i])) }
+    #expect(sum == reference)
+    #expect(try context.decrypt(sum, secretKey: sk).values == expected)
 }
