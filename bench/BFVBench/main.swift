@@ -1,6 +1,6 @@
 // Release-build benchmark of the BFV primitives that decide per-query PIR time, on the Live Caller ID preset
 // (N = 4096, moduli 27/28/28 bits). Usage:
-//   BFVBench                     time every benchmark (median of repeated runs) and print a table
+//   BFVBench                     time every benchmark (median of repeated runs), one tab-separated line each
 //   BFVBench NAME ITERATIONS     run one benchmark ITERATIONS times after set-up (for callgrind counts)
 //   BFVBench --list              the benchmark names
 import BFV
@@ -88,8 +88,7 @@ if arguments.first == "--list" {
     let op = try b.setUp()
     for _ in 0..<iterations { try op() }
 } else {
-    print("| benchmark | what | µs per item (median) | MB/s |")
-    print("|---|---|---|---|")
+    // One tab-separated line per benchmark: name, description, µs per item (median), MB/s or "-".
     for b in benchmarks {
         let op = try b.setUp()
         try op()
@@ -103,7 +102,7 @@ if arguments.first == "--list" {
         samples.sort()
         let median = samples[samples.count / 2] / Double(itemsPerRun(b.name))
         let mbps = b.bytesPerRun > 0 ? String(Int((Double(b.bytesPerRun) / (samples[samples.count / 2] / 1e9) / 1e6).rounded())) : "-"
-        print("| \(b.name) | \(b.what) | \(formatMicros(median)) | \(mbps) |")
+        print("\(b.name)\t\(b.what)\t\(formatMicros(median))\t\(mbps)")
     }
 }
 
