@@ -109,32 +109,29 @@ public struct PolyRq: Sendable, Equatable {
         guard format == other.format else { throw HEError.incompatibleOperands("polynomials in different formats") }
     }
 
-    /// `self += other` (same context and format).
-    public mutating func add(_ other: PolyRq) throws {
+    /// Applies `op(q, a, b)` element-wise with `other`, row by row, writing into `self`.
+    @inline(__always)
+    private mutating func combine(_ other: PolyRq, _ op: (Modulus, UInt64, UInt64) -> UInt64) throws {
         try checkCompatible(other)
         let n = degree
         let moduli = context.moduli
         data.withUnsafeMutableBufferPointer { a in
             other.data.withUnsafeBufferPointer { b in
                 for (r, q) in moduli.enumerated() {
-                    for j in (r * n)..<((r + 1) * n) { a[j] = q.add(a[j], b[j]) }
+                    for j in (r * n)..<((r + 1) * n) { a[j] = op(q, a[j], b[j]) }
                 }
             }
         }
     }
 
+    /// `self += other` (same context and format).
+    public mutating func add(_ other: PolyRq) throws {
+        try combine(other) { $0.add($1, $2) }
+    }
+
     /// `self -= other` (same context and format).
     public mutating func subtract(_ other: PolyRq) throws {
-        try checkCompatible(other)
-        let n = degree
-        let moduli = context.moduli
-        data.withUnsafeMutableBufferPointer { a in
-            other.data.withUnsafeBufferPointer { b in
-                for (r, q) in moduli.enumerated() {
-                    for j in (r * n)..<((r + 1) * n) { a[j] = q.subtract(a[j], b[j]) }
-                }
-            }
-        }
+        try combine(other) { $0.subtract($1, $2) }
     }
 
     /// `self = -self`.
@@ -150,17 +147,8 @@ public struct PolyRq: Sendable, Equatable {
 
     /// Point-wise product `self *= other`, both in evaluation form over the same context.
     public mutating func multiplyPointwise(_ other: PolyRq) throws {
-        try checkCompatible(other)
         guard format == .eval else { throw HEError.incompatibleOperands("point-wise product needs evaluation form") }
-        let n = degree
-        let moduli = context.moduli
-        data.withUnsafeMutableBufferPointer { a in
-            other.data.withUnsafeBufferPointer { b in
-                for (r, q) in moduli.enumerated() {
-                    for j in (r * n)..<((r + 1) * n) { a[j] = q.multiply(a[j], b[j]) }
-                }
-            }
-        }
+        try combine(other) { $0.multiply($1, $2) }
     }
 
     /// Multiplies every row by a per-row scalar (given already reduced per modulus).
