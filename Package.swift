@@ -3,8 +3,9 @@
 //
 // Modules, lowest first (a module never imports one above it):
 //   BFV            modular arithmetic, RNS polynomials, NTT, the BFV scheme, byte serialization
+//   PIR            keyword hashing, cuckoo tables, database encoding, MulPIR server core and client
 //   LookupProtocol protobuf messages of the wire protocol and conversions to engine types
-// Later layers (PIR, Cluster, LookupService, the `callveil` executable) are added by their issues.
+// Later layers (Cluster, LookupService, the `callveil` executable) are added by their issues.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -16,6 +17,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "BFV", targets: ["BFV"]),
+        .library(name: "PIR", targets: ["PIR"]),
         .library(name: "LookupProtocol", targets: ["LookupProtocol"]),
     ],
     dependencies: [
@@ -28,8 +30,12 @@ let package = Package(
             dependencies: [.product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: strict),
         .target(
+            name: "PIR",
+            dependencies: ["BFV", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
+        .target(
             name: "LookupProtocol",
-            dependencies: ["BFV", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            dependencies: ["BFV", "PIR", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["proto"],
             swiftSettings: strict),
         .executableTarget(
@@ -45,6 +51,10 @@ let package = Package(
         .testTarget(
             name: "BFVTests",
             dependencies: ["BFV", "ConformanceSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "PIRTests",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "ConformanceSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "LookupProtocolTests",

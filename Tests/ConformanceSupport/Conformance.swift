@@ -144,3 +144,48 @@ public func hexDecode(_ s: String) -> [UInt8]? {
     }
     return out
 }
+
+extension Conformance {
+    /// Names of the keyword-PIR cases (`pir/<case>/`), sorted; empty when the folder is missing.
+    public static var pirCaseNames: [String] {
+        guard let root else { return [] }
+        let dir = root.appendingPathComponent("pir")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        return names.filter { FileManager.default.fileExists(atPath: dir.appendingPathComponent($0).appendingPathComponent("manifest.json").path) }.sorted()
+    }
+
+    /// A file of a PIR case.
+    public static func pirFile(_ caseName: String, _ file: String) throws -> [UInt8] {
+        guard let root else { throw VectorError.missing(file) }
+        return [UInt8](try Data(contentsOf: root.appendingPathComponent("pir").appendingPathComponent(caseName).appendingPathComponent(file)))
+    }
+
+    /// A text file of a PIR case.
+    public static func pirText(_ caseName: String, _ file: String) throws -> String {
+        String(decoding: try pirFile(caseName, file), as: UTF8.self)
+    }
+
+    /// The manifest of a PIR case.
+    public static func pirManifest(_ caseName: String) throws -> Vector {
+        guard let object = try JSONSerialization.jsonObject(with: Data(try pirFile(caseName, "manifest.json"))) as? [String: Any] else {
+            throw VectorError.malformed("\(caseName)/manifest.json")
+        }
+        return Vector(name: "\(caseName)/manifest.json", object: object)
+    }
+
+    /// Rows of a CSV file without its header, split on commas.
+    public static func pirCSV(_ caseName: String, _ file: String) throws -> [[String]] {
+        try pirText(caseName, file).split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+    }
+}
+
+extension Vector {
+    /// A list of strings.
+    public func strings(_ key: String) throws -> [String] {
+        guard let v = object[key] as? [String] else { throw VectorError.malformed("\(name).\(key)") }
+        return v
+    }
+
+    /// Whether the value at `key` is JSON null.
+    public func isNull(_ key: String) -> Bool { object[key] is NSNull }
+}

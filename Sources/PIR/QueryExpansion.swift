@@ -1,0 +1,70 @@
+import BFV
+
+/// Oblivious query expansion (SPEC-PIR §5.2): turns each query ciphertext into up to N ciphertexts, output k
+/// encrypting selector slot k (times `2^height`, which the client's scaling cancels).
+public struct QueryExpansion: Sendable {
+    /// The BFV context.
+    public let context: Context
+    /// The user's evaluation key (Galois keys for `2^k + 1`, possibly compressed).
+    public let evaluationKey: EvaluationKey
+    /// Available Galois elements, ascending.
+    private let elements: [Int]
+
+    /// Prepares expansion with a user's key.
+    public init(context: Context, evaluationKey: EvaluationKey) {
+        self.context = context
+        self.evaluationKey = evaluationKey
+        self.elements = evaluationKey.galoisKeys.keys.sorted()
+    }
+
+    /// The element applied at level `level`, and how often: the largest available `g ≤ target`, applied
+    /// `2^(log2(target−1) − log2(g−1))` times.
+    func plan(level: Int) throws -> (element: Int, repetitions: Int) {
+        let logN = context.degree.trailingZeroBitCount
+        let target = (1 << (logN - level + 1)) + 1
+        guard let g = elements.last(where: { $0 <= target }), g > 2 else {
+            throw PIRError.missingEvaluationKey("no Galois element ≤ \(target) for expansion level \(level)")
+        }
+        let shift = (Int.bitWidth - 1 - (target - 1).leadingZeroBitCount) - (Int.bitWidth - 1 - (g - 1).leadingZeroBitCount)
+        guard shift >= 0, (g - 1) & (g - 2) == 0 else {
+            throw PIRError.missingEvaluationKey("Galois element \(g) is not of the form 2^k + 1")
+        }
+        return (g, 1 << shift)
+    }
+
+    /// Expands one query ciphertext (coefficient form) into `count` outputs (1 ≤ count ≤ N).
+    public func expand(_ ciphertext: Ciphertext, count: Int) throws -> [Ciphertext] {
+        guard count >= 1, count <= context.degree else { throw PIRError.invalidQuery("expansion to \(count) outputs") }
+        let height = ceilLog2(count)
+        return try expand(ciphertext.converted(to: .coeff), count: count, level: 1, height: height)
+    }
+
+    private func expand(_ c: Ciphertext, count: Int, level: Int, height: Int) throws -> [Ciphertext] {
+        if count == 1 {
+            return level > height ? [c] : [try context.add(c, c)]
+        }
+        let second = count / 2
+        let first = count - second
+        let (p0, p1) = try split(c, level: level)
+        let a = try expand(p0, count: first, level: level + 1, height: height)
+        let b = try expand(p1, count: second, level: level + 1, height: height)
+        var out: [Ciphertext] = []
+        out.reserveCapacity(count)
+        for i in 0..<second {
+            out.append(a[i])
+            out.append(b[i])
+        }
+        out.append(contentsOf: a[second...])
+        return out
+    }
+
+    private func split(_ c: Ciphertext, level: Int) throws -> (Ciphertext, Ciphertext) {
+        let (g, repetitions) = try plan(level: level)
+        var rotated = c
+        for _ in 0..<repetitions { rotated = try context.applyGalois(rotated, element: g, key: evaluationKey) }
+        let sum = try context.add(c, rotated)
+        let difference = try context.subtract(c, rotated)
+        let shifted = try context.multiply(difference, monomialPower: -(1 << (level - 1)))
+        return (sum, shifted)
+    }
+}
