@@ -43,6 +43,11 @@ let package = Package(
             dependencies: ["BFV", "LookupProtocol"],
             path: "bench/BFVBench",
             swiftSettings: strict),
+        .executableTarget(
+            name: "PIRBench",
+            dependencies: ["BFV", "PIR"],
+            path: "bench/PIRBench",
+            swiftSettings: strict),
         .target(
             name: "ConformanceSupport",
             dependencies: [],

@@ -44,24 +44,49 @@ struct BaseConverter: Sendable {
     }
 
     /// Converts `count` values: `input[i * stride + j]` are residues mod `from[i]`; writes
-    /// `output[k * outStride + j]` mod `to[k]`. `scratch` needs `from.count` words.
+    /// `output[k * outStride + j]` mod `to[k]`.
+    ///
+    /// Two passes over raw buffers: first the punctured products `v_i` and the correction `α` per value, then one
+    /// target modulus at a time (`Σ v_i·[B/b_i]_m − α·[B]_m`, accumulated in 128 bits, reduced once).
     func convertCentered(input: UnsafeBufferPointer<UInt64>, inputStride: Int,
                          output: UnsafeMutableBufferPointer<UInt64>, outputStride: Int, count: Int) {
         let l = from.count
-        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: l) { v in
-            for j in 0..<count {
-                var s = 0.0
+        guard let inBase = input.baseAddress, let outBase = output.baseAddress else { return }
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: (l + 1) * count) { scratch in
+            guard let v = scratch.baseAddress else { return }
+            let alpha = v.advanced(by: l * count)
+            // Pass 1: v_i = [x_i · (B/b_i)^{-1}]_{b_i}, and α = round(Σ v_i / b_i).
+            for j in 0..<count { alpha[j] = 0 }
+            withUnsafeTemporaryAllocation(of: Double.self, capacity: count) { sums in
+                guard let sum = sums.baseAddress else { return }
+                for j in 0..<count { sum[j] = 0 }
                 for i in 0..<l {
-                    let vi = from[i].multiplyShoup(input[i * inputStride + j], puncturedInverse[i], puncturedInverseShoup[i])
-                    v[i] = vi
-                    s += Double(vi) * reciprocal[i]
+                    let b = from[i]
+                    let w = puncturedInverse[i]
+                    let ws = puncturedInverseShoup[i]
+                    let recip = reciprocal[i]
+                    let src = inBase.advanced(by: i * inputStride)
+                    let dst = v.advanced(by: i * count)
+                    for j in 0..<count {
+                        let x = b.multiplyShoup(src[j], w, ws)
+                        dst[j] = x
+                        sum[j] += Double(x) * recip
+                    }
                 }
-                let alpha = UInt64(s.rounded(.toNearestOrAwayFromZero))
-                for (k, m) in to.enumerated() {
-                    var acc: UInt128 = 0
-                    for i in 0..<l { acc &+= UInt128(v[i]) * UInt128(puncturedInTarget[k * l + i]) }
-                    let sum = m.reduce(acc)
-                    output[k * outputStride + j] = m.subtract(sum, m.multiply(m.reduce(alpha), productInTarget[k]))
+                for j in 0..<count { alpha[j] = UInt64(sum[j].rounded(.toNearestOrAwayFromZero)) }
+            }
+            // Pass 2: per target modulus.
+            for (k, m) in to.enumerated() {
+                let dst = outBase.advanced(by: k * outputStride)
+                let correction = productInTarget[k]
+                puncturedInTarget.withUnsafeBufferPointer { table in
+                    guard let factors = table.baseAddress?.advanced(by: k * l) else { return }
+                    for j in 0..<count {
+                        var acc: UInt128 = 0
+                        for i in 0..<l { acc &+= UInt128(v[i * count + j]) &* UInt128(factors[i]) }
+                        let sum = m.reduce(acc)
+                        dst[j] = m.subtract(sum, m.multiply(alpha[j], correction))
+                    }
                 }
             }
         }

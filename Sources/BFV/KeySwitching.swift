@@ -16,45 +16,51 @@ extension Context {
         // Work rows: q_0 … q_{l-1}, then p (key row L-1).
         var u0 = [UInt64](repeating: 0, count: (l + 1) * n)
         var u1 = [UInt64](repeating: 0, count: (l + 1) * n)
-        var digit = [UInt64](repeating: 0, count: n)
-        var acc0 = [UInt128](repeating: 0, count: n)
-        var acc1 = [UInt128](repeating: 0, count: n)
-        for outRow in 0...l {
-            let keyRow = outRow < l ? outRow : keyRows - 1
-            let r = keyContext.moduli[keyRow]
-            guard let tables = keyContext.ntt[keyRow] else { throw HEError.invalidParameters("no NTT for \(r.value)") }
-            for i in 0..<n { acc0[i] = 0; acc1[i] = 0 }
-            for j in 0..<l {
-                let qj = ctx.moduli[j].value
-                c.data.withUnsafeBufferPointer { src in
-                    for i in 0..<n {
-                        let v = src[j * n + i]
-                        digit[i] = qj > r.value ? r.reduce(v) : v
-                    }
-                }
-                digit.withUnsafeMutableBufferPointer { tables.forwardInPlace($0) }
-                let k0 = key.ciphertexts[j].polys[0].data
-                let k1 = key.ciphertexts[j].polys[1].data
-                k0.withUnsafeBufferPointer { a0 in
-                    k1.withUnsafeBufferPointer { a1 in
-                        let base = keyRow * n
-                        for i in 0..<n {
-                            let d = UInt128(digit[i])
-                            acc0[i] &+= d * UInt128(a0[base + i])
-                            acc1[i] &+= d * UInt128(a1[base + i])
+        try withUnsafeTemporaryAllocation(of: UInt64.self, capacity: n) { digitBuffer in
+            try withUnsafeTemporaryAllocation(of: UInt128.self, capacity: 2 * n) { accBuffer in
+                guard let digit = digitBuffer.baseAddress, let acc0 = accBuffer.baseAddress else { return }
+                let acc1 = acc0.advanced(by: n)
+                for outRow in 0...l {
+                    let keyRow = outRow < l ? outRow : keyRows - 1
+                    let r = keyContext.moduli[keyRow]
+                    guard let tables = keyContext.ntt[keyRow] else { throw HEError.invalidParameters("no NTT for \(r.value)") }
+                    accBuffer.initialize(repeating: 0)
+                    for j in 0..<l {
+                        let qj = ctx.moduli[j].value
+                        c.data.withUnsafeBufferPointer { src in
+                            let row = src.baseAddress!.advanced(by: j * n)
+                            if qj > r.value {
+                                for i in 0..<n { digit[i] = r.reduce(row[i]) }
+                            } else {
+                                digit.update(from: row, count: n)
+                            }
+                        }
+                        tables.forwardInPlace(digitBuffer)
+                        key.ciphertexts[j].polys[0].data.withUnsafeBufferPointer { k0 in
+                            key.ciphertexts[j].polys[1].data.withUnsafeBufferPointer { k1 in
+                                let a0 = k0.baseAddress!.advanced(by: keyRow * n)
+                                let a1 = k1.baseAddress!.advanced(by: keyRow * n)
+                                var i = 0
+                                while i < n {
+                                    let d = UInt128(digit[i])
+                                    acc0[i] &+= d &* UInt128(a0[i])
+                                    acc1[i] &+= d &* UInt128(a1[i])
+                                    i &+= 1
+                                }
+                            }
                         }
                     }
-                }
-            }
-            u0.withUnsafeMutableBufferPointer { o0 in
-                u1.withUnsafeMutableBufferPointer { o1 in
-                    let base = outRow * n
-                    for i in 0..<n {
-                        o0[base + i] = r.reduce(acc0[i])
-                        o1[base + i] = r.reduce(acc1[i])
+                    u0.withUnsafeMutableBufferPointer { o0 in
+                        u1.withUnsafeMutableBufferPointer { o1 in
+                            let base = outRow * n
+                            for i in 0..<n {
+                                o0[base + i] = r.reduce(acc0[i])
+                                o1[base + i] = r.reduce(acc1[i])
+                            }
+                            tables.inverseInPlace(UnsafeMutableBufferPointer(rebasing: o0[base..<(base + n)]))
+                            tables.inverseInPlace(UnsafeMutableBufferPointer(rebasing: o1[base..<(base + n)]))
+                        }
                     }
-                    tables.inverseInPlace(UnsafeMutableBufferPointer(rebasing: o0[base..<(base + n)]))
-                    tables.inverseInPlace(UnsafeMutableBufferPointer(rebasing: o1[base..<(base + n)]))
                 }
             }
         }

@@ -1,50 +1,65 @@
 extension Context {
     /// Ciphertext × ciphertext without relinearization: the tensor product of two 2-polynomial ciphertexts,
     /// scaled by `t/Q` with rounding. Returns 3 polynomials in coefficient form.
-    ///
-    /// Each input polynomial is lifted exactly from Q to `Q ∪ P` (P the level's auxiliary base), the tensor is
-    /// taken in evaluation form, and each output `X` becomes `round(t·X/Q)` computed in base P as
-    /// `(t·X − [t·X]_Q)·Q^{-1}` and converted back to Q.
     public func multiply(_ a: Ciphertext, _ b: Ciphertext) throws -> Ciphertext {
-        guard a.polys.count == 2, b.polys.count == 2 else {
-            throw HEError.incompatibleOperands("ciphertext multiplication takes 2-polynomial ciphertexts")
+        try multiplyAccumulate([(a, b)])
+    }
+
+    /// `Σ_i a_i ⊗ b_i` without relinearization, scaled once: each pair's tensor product is accumulated exactly
+    /// over `Q ∪ P` (P the level's auxiliary base) in evaluation form, and the sum `X` becomes `round(t·X/Q)`,
+    /// computed in base P as `(t·X − [t·X]_Q)·Q^{-1}` and converted back to Q. Scaling the sum once is both
+    /// cheaper and more precise than summing scaled products. Returns 3 polynomials in coefficient form.
+    public func multiplyAccumulate(_ pairs: [(Ciphertext, Ciphertext)]) throws -> Ciphertext {
+        guard let first = pairs.first else { throw HEError.incompatibleOperands("no ciphertext pairs to multiply") }
+        guard pairs.count <= MultiplicationConstants.maxAccumulatedProducts else {
+            throw HEError.incompatibleOperands("\(pairs.count) products exceed the auxiliary base's headroom")
         }
-        guard a.polyContext == b.polyContext else { throw HEError.incompatibleOperands("ciphertexts differ in moduli") }
-        guard a.correctionFactor == 1, b.correctionFactor == 1 else {
-            throw HEError.incompatibleOperands("ciphertext multiplication needs correction factor 1")
+        let ctx = first.0.polyContext
+        for (a, b) in pairs {
+            guard a.polys.count == 2, b.polys.count == 2 else {
+                throw HEError.incompatibleOperands("ciphertext multiplication takes 2-polynomial ciphertexts")
+            }
+            guard a.polyContext == ctx, b.polyContext == ctx else {
+                throw HEError.incompatibleOperands("ciphertexts differ in moduli")
+            }
+            guard a.correctionFactor == 1, b.correctionFactor == 1 else {
+                throw HEError.incompatibleOperands("ciphertext multiplication needs correction factor 1")
+            }
         }
-        let ctx = a.polyContext
         let mc = try level(ctx.rowCount).multiplication
         let aux = mc.auxContext
         let n = degree
         let lp = aux.rowCount
 
-        // Extended polynomials: Q rows then P rows, evaluation form.
+        // A polynomial over Q ∪ P in evaluation form: the Q part and the exact centred lift into P. An input already
+        // in evaluation form keeps its Q rows as they are; only the lift needs its coefficients.
         func extend(_ poly: PolyRq) -> (PolyRq, PolyRq) {
             let coeff = poly.converted(to: .coeff)
+            let qEval = poly.format == .eval ? poly : coeff.converted(to: .eval)
             var ext = PolyRq(zeroIn: aux, format: .coeff)
             coeff.data.withUnsafeBufferPointer { src in
                 ext.data.withUnsafeMutableBufferPointer { dst in
                     mc.qToP.convertCentered(input: src, inputStride: n, output: dst, outputStride: n, count: n)
                 }
             }
-            return (coeff.converted(to: .eval), ext.converted(to: .eval))
+            return (qEval, ext.converted(to: .eval))
         }
-        let aExt = a.polys.map(extend)
-        let bExt = b.polys.map(extend)
 
-        func tensor(_ pairs: [(Int, Int)]) throws -> (PolyRq, PolyRq) {
-            var q = PolyRq(zeroIn: ctx, format: .eval)
-            var p = PolyRq(zeroIn: aux, format: .eval)
-            for (i, j) in pairs {
-                var tq = aExt[i].0
-                try tq.multiplyPointwise(bExt[j].0)
-                try q.add(tq)
-                var tp = aExt[i].1
-                try tp.multiplyPointwise(bExt[j].1)
-                try p.add(tp)
+        var accQ = [PolyRq](repeating: PolyRq(zeroIn: ctx, format: .eval), count: 3)
+        var accP = [PolyRq](repeating: PolyRq(zeroIn: aux, format: .eval), count: 3)
+        for (a, b) in pairs {
+            let ae = a.polys.map(extend)
+            let be = b.polys.map(extend)
+            for (target, terms) in [(0, [(0, 0)]), (1, [(0, 1), (1, 0)]), (2, [(1, 1)])] {
+                for (i, j) in terms {
+                    var tq = ae[i].0
+                    try tq.multiplyPointwise(be[j].0)
+                    try accQ[target].add(tq)
+                    var tp = ae[i].1
+                    try tp.multiplyPointwise(be[j].1)
+                    try accP[target].add(tp)
+                }
             }
-            return (q.converted(to: .coeff), p.converted(to: .coeff))
         }
 
         func scale(_ xq: PolyRq, _ xp: PolyRq) -> PolyRq {
@@ -77,11 +92,8 @@ extension Context {
             return out
         }
 
-        let d0 = try tensor([(0, 0)])
-        let d1 = try tensor([(0, 1), (1, 0)])
-        let d2 = try tensor([(1, 1)])
-        return try Ciphertext(context: self, polys: [scale(d0.0, d0.1), scale(d1.0, d1.1), scale(d2.0, d2.1)],
-                              correctionFactor: 1, seed: nil)
+        let polys = (0..<3).map { scale(accQ[$0].converted(to: .coeff), accP[$0].converted(to: .coeff)) }
+        return try Ciphertext(context: self, polys: polys, correctionFactor: 1, seed: nil)
     }
 
     /// Ciphertext × ciphertext followed by relinearization: a 2-polynomial ciphertext in coefficient form.

@@ -1,10 +1,12 @@
 /// The auxiliary RNS base and converters for ciphertext × ciphertext at one level.
 ///
-/// The tensor product is computed exactly over `Q ∪ P`, then scaled by `t/Q` with rounding in base P
-/// (HPS-style) and brought back to Q. P is chosen so that `|t·X/Q| < P/2^25`, which makes every base
-/// conversion on the way exact. This rounding differs from the reference's BEHZ in the last place at most,
+/// The tensor product (or a sum of up to `maxAccumulatedProducts` of them) is computed exactly over `Q ∪ P`,
+/// then scaled by `t/Q` with rounding in base P (HPS-style) and brought back to Q. P is chosen so that
+/// `|t·X/Q| < P/2^25` even for the largest allowed sum, which makes every base conversion on the way exact. This rounding differs from the reference's BEHZ in the last place at most,
 /// which the protocol permits (SPEC-HE §10.5): only decryption results are compared.
 struct MultiplicationConstants: Sendable {
+    /// Most tensor products one scaling may sum (the bound P is sized for).
+    static let maxAccumulatedProducts = 1 << 20
     /// The auxiliary primes P (60-bit, NTT-friendly).
     let auxContext: PolyContext
     let qToP: BaseConverter
@@ -18,6 +20,7 @@ struct MultiplicationConstants: Sendable {
     init(context: PolyContext, plaintextModulus t: Modulus) throws {
         let qBits = context.moduli.reduce(0.0) { $0 + log2Approx($1.value) }
         let needed = 2 + log2Approx(t.value) + Double(context.log2Degree) + qBits + 25
+            + log2Approx(UInt64(Self.maxAccumulatedProducts))
         let count = Int((needed / 59).rounded(.up))
         let primes = Primes.nttPrimes(count: count, bitWidth: 60, degree: context.degree,
                                       avoiding: Set(context.moduliValues))

@@ -1,24 +1,60 @@
 import BFV
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// The MulPIR server core (SPEC-PIR §5): expansion, first dimension (ciphertext × plaintext over each column),
-/// second dimension (ciphertext × ciphertext summed, one relinearization), modulus switch to `q_0`.
+/// The MulPIR server core (SPEC-PIR §5) for one shard: query expansion, the first dimension (a multithreaded,
+/// batched matrix-vector product over the database), the second dimension (ciphertext × ciphertext products
+/// summed with one scaling and one relinearization) and the modulus switch to `q_0`.
 public struct MulPirServer: Sendable {
     /// The BFV context of the shard.
     public let context: Context
-    /// The shard's processed database.
-    public let database: ProcessedDatabase
+    /// The shard's parameters.
+    public let parameters: MulPirParameters
+    /// Worker threads for the scan and for independent queries of a batch.
+    public let threads: Int
+    /// Per sub-table: the 32-bit matrix when the moduli allow it, else the evaluation plaintexts.
+    private let tables: [Storage]
 
-    /// A server for one shard.
-    public init(context: Context, database: ProcessedDatabase) throws {
+    enum Storage: Sendable {
+        case narrow(DatabaseMatrix)
+        case wide([EvalPlaintext?])
+    }
+
+    /// A server for one shard; `threads` defaults to every core.
+    public init(context: Context, database: ProcessedDatabase, threads: Int? = nil) throws {
         guard database.parameters.encryption == context.parameters else {
             throw PIRError.invalidParameters("database and context have different encryption parameters")
         }
         self.context = context
-        self.database = database
+        self.parameters = database.parameters
+        self.threads = max(1, threads ?? Self.coreCount)
+        let ctx = context.ciphertextContext
+        let narrow = DatabaseMatrix.supports(ctx.moduli)
+        self.tables = database.tables.map { table in
+            narrow ? .narrow(DatabaseMatrix(plaintexts: table, rows: ctx.rowCount, degree: context.degree)) : .wide(table)
+        }
     }
 
-    /// The parameters of the shard.
-    public var parameters: MulPirParameters { database.parameters }
+    /// Cores the machine offers.
+    public static var coreCount: Int {
+        #if canImport(Glibc)
+        return max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1)
+        #else
+        return 1
+        #endif
+    }
+
+    /// Bytes of database the server scans per query (every present plaintext once).
+    public var databaseBytes: Int {
+        tables.reduce(0) { total, storage in
+            switch storage {
+            case .narrow(let m): return total + m.byteCount
+            case .wide(let pts): return total + pts.compactMap { $0 }.count * context.ciphertextContext.rowCount * context.degree * 8
+            }
+        }
+    }
 
     /// Checks a query against the shard's parameters before any computation (SPEC-PIR §5.1).
     public func validate(query: [Ciphertext], pirCalls: Int, evaluationKey: EvaluationKey) throws {
@@ -34,8 +70,7 @@ public struct MulPirServer: Sendable {
                 throw PIRError.invalidQuery("query ciphertexts must have 2 polynomials over the ciphertext moduli")
             }
         }
-        let needed = p.expandedQueryCount
-        let depth = ceilLog2(min(needed, context.degree))
+        let depth = ceilLog2(min(p.expandedQueryCount, context.degree))
         let expansion = QueryExpansion(context: context, evaluationKey: evaluationKey)
         for level in stride(from: 1, through: depth, by: 1) { _ = try expansion.plan(level: level) }
         if p.dimensions.count == 2, evaluationKey.relinearizationKey == nil {
@@ -46,59 +81,114 @@ public struct MulPirServer: Sendable {
     /// Answers one query: `batchSize` replies, each `chunkCount` ciphertexts over `q_0` in coefficient form,
     /// ready for `serialize(forDecryption: true)`.
     public func computeResponse(query: [Ciphertext], pirCalls: Int, evaluationKey: EvaluationKey) throws -> [[Ciphertext]] {
-        try validate(query: query, pirCalls: pirCalls, evaluationKey: evaluationKey)
+        try computeResponses(queries: [(query, pirCalls, evaluationKey)])[0]
+    }
+
+    /// Answers several queries for this shard in one pass over the database: expansions and second dimensions
+    /// run concurrently, and the first-dimension scan loads each plaintext once for the whole batch.
+    public func computeResponses(queries: [(query: [Ciphertext], pirCalls: Int, evaluationKey: EvaluationKey)]) throws
+        -> [[[Ciphertext]]] {
+        for q in queries { try validate(query: q.query, pirCalls: q.pirCalls, evaluationKey: q.evaluationKey) }
         let p = parameters
-        let n = context.degree
-        let expansion = QueryExpansion(context: context, evaluationKey: evaluationKey)
-        var expanded: [Ciphertext] = []
-        expanded.reserveCapacity(p.expandedQueryCount)
-        var remaining = p.expandedQueryCount
-        for ct in query {
-            let count = min(remaining, n)
-            expanded.append(contentsOf: try expansion.expand(ct, count: count))
-            remaining -= count
-        }
         let s = p.selectorsPerIndex
-        return try (0..<p.batchSize).map { j in
-            let table = database.tables.count == 1 ? database.tables[0] : database.tables[j]
-            let selectors = Array(expanded[(j * s)..<((j + 1) * s)])
-            return try (0..<p.chunkCount).map { chunk in
-                let reply = try answer(selectors: selectors, table: table, chunk: chunk, evaluationKey: evaluationKey)
-                return try context.modSwitchDownToSingle(reply)
+        let d0 = p.dimensions[0]
+        // 1. Expansion: one query per thread, or a single query's tree over all threads.
+        let treeThreads = queries.count == 1 ? threads : 1
+        let expanded = try concurrentMap(queries.count) { i in
+            try expand(queries[i].query, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
+        }
+        // 2. First dimension per PIR call j and chunk, batched over queries.
+        var columns = [[[[Ciphertext]]]](repeating: [], count: queries.count)  // [query][j][chunk] -> columns
+        for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
+        let first = FirstDimension(context: context, parameters: p, threads: threads)
+        for j in 0..<p.batchSize {
+            let table = tables.count == 1 ? tables[0] : tables[j]
+            let rowSelectors = expanded.map { list in list[(j * s)..<(j * s + d0)].map { $0.converted(to: .eval) } }
+            for chunk in 0..<p.chunkCount {
+                let result: [[Ciphertext]]
+                switch table {
+                case .narrow(let matrix):
+                    result = try first.compute(selectors: rowSelectors, matrix: matrix, chunk: chunk)
+                case .wide(let plaintexts):
+                    result = try rowSelectors.map { try wideColumns(selectors: $0, plaintexts: plaintexts, chunk: chunk) }
+                }
+                for i in queries.indices { columns[i][j].append(result[i]) }
+            }
+        }
+        // 3. Second dimension and modulus switch, one query per thread.
+        let firstDimension = columns
+        return try concurrentMap(queries.count) { i in
+            try (0..<p.batchSize).map { j in
+                let selectors = Array(expanded[i][(j * s + d0)..<((j + 1) * s)])
+                return try (0..<p.chunkCount).map { chunk in
+                    let reply = try secondDimension(selectors: selectors, columns: firstDimension[i][j][chunk],
+                                                    evaluationKey: queries[i].evaluationKey)
+                    return try context.modSwitchDownToSingle(reply)
+                }
             }
         }
     }
 
-    /// One chunk's reply for one index: the first-dimension columns, then the second dimension.
-    func answer(selectors: [Ciphertext], table: [EvalPlaintext?], chunk: Int, evaluationKey: EvaluationKey) throws -> Ciphertext {
-        let p = parameters
-        let d0 = p.dimensions[0]
-        let d1 = p.dimensions.count == 2 ? p.dimensions[1] : 1
-        let rows = selectors[0..<d0].map { $0.converted(to: .eval) }
-        let base = chunk * p.slotsPerChunk
-        var columns: [Ciphertext] = []
-        columns.reserveCapacity(d1)
-        for col in 0..<d1 {
+    /// Expands one query into `(d0 + d1) · batch` selector ciphertexts.
+    func expand(_ query: [Ciphertext], evaluationKey: EvaluationKey, threads: Int) throws -> [Ciphertext] {
+        let expansion = QueryExpansion(context: context, evaluationKey: evaluationKey, threads: threads)
+        var out: [Ciphertext] = []
+        out.reserveCapacity(parameters.expandedQueryCount)
+        var remaining = parameters.expandedQueryCount
+        for ct in query {
+            let count = min(remaining, context.degree)
+            out.append(contentsOf: try expansion.expand(ct, count: count))
+            remaining -= count
+        }
+        return out
+    }
+
+    /// First dimension with 64-bit plaintexts (moduli above 30 bits): one inner product per column.
+    func wideColumns(selectors: [Ciphertext], plaintexts: [EvalPlaintext?], chunk: Int) throws -> [Ciphertext] {
+        let d0 = parameters.dimensions[0]
+        let d1 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
+        let base = chunk * parameters.slotsPerChunk
+        return try (0..<d1).map { col in
             var cts: [Ciphertext] = []
             var pts: [EvalPlaintext] = []
             for row in 0..<d0 {
-                if let pt = table[base + col * d0 + row] {
-                    cts.append(rows[row])
+                if let pt = plaintexts[base + col * d0 + row] {
+                    cts.append(selectors[row])
                     pts.append(pt)
                 }
             }
-            let column = pts.isEmpty
-                ? try Ciphertext.zero(context: context, format: .eval)
-                : try context.innerProduct(cts, pts)
-            columns.append(column.converted(to: .coeff))
+            return pts.isEmpty ? try Ciphertext.zero(context: context, format: .eval) : try context.innerProduct(cts, pts)
         }
-        guard p.dimensions.count == 2 else { return columns[0] }
-        var sum: Ciphertext?
-        for col in 0..<d1 {
-            let product = try context.multiply(selectors[d0 + col], columns[col])
-            sum = try sum.map { try context.add($0, product) } ?? product
-        }
-        guard let total = sum else { return columns[0] }
-        return try context.relinearize(total, key: evaluationKey)
+    }
+
+    /// `Σ_col selector[col] ⊗ column[col]`, scaled once and relinearized once; the column itself for 1-D.
+    func secondDimension(selectors: [Ciphertext], columns: [Ciphertext], evaluationKey: EvaluationKey) throws -> Ciphertext {
+        guard parameters.dimensions.count == 2 else { return columns[0].converted(to: .coeff) }
+        let product = try context.multiplyAccumulate(Array(zip(selectors, columns)))
+        return try context.relinearize(product, key: evaluationKey)
+    }
+
+    /// `body(0..<count)` on up to `threads` threads, results in order; the first error is rethrown.
+    func concurrentMap<T: Sendable>(_ count: Int, _ body: @Sendable (Int) throws -> T) throws -> [T] {
+        if count <= 1 || threads <= 1 { return try (0..<count).map(body) }
+        let results = ResultSlots<T>(count: count)
+        DispatchQueue.concurrentPerform(iterations: count) { i in results.set(i, Result { try body(i) }) }
+        return try results.values()
+    }
+}
+
+/// Slots that concurrent workers fill, one each; read only after every worker has finished.
+final class ResultSlots<T: Sendable>: @unchecked Sendable {
+    private var slots: [Result<T, any Error>?]
+    private let lock = NSLockLike()
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func set(_ i: Int, _ value: Result<T, any Error>) {
+        lock.withLock { slots[i] = value }
+    }
+
+    func values() throws -> [T] {
+        try lock.withLock { try slots.map { try ($0 ?? .failure(PIRError.invalidQuery("missing result"))).get() } }
     }
 }

@@ -1,4 +1,5 @@
 import BFV
+import Dispatch
 
 /// Oblivious query expansion (SPEC-PIR §5.2): turns each query ciphertext into up to N ciphertexts, output k
 /// encrypting selector slot k (times `2^height`, which the client's scaling cancels).
@@ -10,11 +11,15 @@ public struct QueryExpansion: Sendable {
     /// Available Galois elements, ascending.
     private let elements: [Int]
 
+    /// Threads the expansion tree may use (its two halves are independent at every level).
+    public let threads: Int
+
     /// Prepares expansion with a user's key.
-    public init(context: Context, evaluationKey: EvaluationKey) {
+    public init(context: Context, evaluationKey: EvaluationKey, threads: Int = 1) {
         self.context = context
         self.evaluationKey = evaluationKey
         self.elements = evaluationKey.galoisKeys.keys.sorted()
+        self.threads = max(threads, 1)
     }
 
     /// The element applied at level `level`, and how often: the largest available `g ≤ target`, applied
@@ -36,18 +41,33 @@ public struct QueryExpansion: Sendable {
     public func expand(_ ciphertext: Ciphertext, count: Int) throws -> [Ciphertext] {
         guard count >= 1, count <= context.degree else { throw PIRError.invalidQuery("expansion to \(count) outputs") }
         let height = ceilLog2(count)
-        return try expand(ciphertext.converted(to: .coeff), count: count, level: 1, height: height)
+        return try expand(ciphertext.converted(to: .coeff), count: count, level: 1, height: height, threads: threads)
     }
 
-    private func expand(_ c: Ciphertext, count: Int, level: Int, height: Int) throws -> [Ciphertext] {
+    private func expand(_ c: Ciphertext, count: Int, level: Int, height: Int, threads: Int) throws -> [Ciphertext] {
         if count == 1 {
             return level > height ? [c] : [try context.add(c, c)]
         }
         let second = count / 2
         let first = count - second
         let (p0, p1) = try split(c, level: level)
-        let a = try expand(p0, count: first, level: level + 1, height: height)
-        let b = try expand(p1, count: second, level: level + 1, height: height)
+        let a: [Ciphertext]
+        let b: [Ciphertext]
+        if threads > 1, count >= 4 {
+            // The halves are independent: expand them on two threads, splitting the remaining threads.
+            let halves = [(p0, first), (p1, second)]
+            let slots = ExpansionSlots(count: 2)
+            DispatchQueue.concurrentPerform(iterations: 2) { i in
+                slots.set(i, Result {
+                    try expand(halves[i].0, count: halves[i].1, level: level + 1, height: height, threads: threads / 2)
+                })
+            }
+            let results = try slots.values()
+            (a, b) = (results[0], results[1])
+        } else {
+            a = try expand(p0, count: first, level: level + 1, height: height, threads: 1)
+            b = try expand(p1, count: second, level: level + 1, height: height, threads: 1)
+        }
         var out: [Ciphertext] = []
         out.reserveCapacity(count)
         for i in 0..<second {
@@ -68,3 +88,6 @@ public struct QueryExpansion: Sendable {
         return (sum, shifted)
     }
 }
+
+/// Result slots for the two halves of a parallel expansion step.
+typealias ExpansionSlots = ResultSlots<[Ciphertext]>
