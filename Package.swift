@@ -12,6 +12,10 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+// The arithmetic modules are optimized even in debug builds: unoptimized SIMD and pointer loops are 10–100×
+// slower, which would make the test suite (full-size conformance vectors) take far longer than it needs to.
+let optimizedEvenInDebug: [SwiftSetting] = strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]
+
 let package = Package(
     name: "CallVeil",
     platforms: [.macOS(.v15)],
@@ -28,11 +32,11 @@ let package = Package(
         .target(
             name: "BFV",
             dependencies: [.product(name: "_CryptoExtras", package: "swift-crypto")],
-            swiftSettings: strict),
+            swiftSettings: optimizedEvenInDebug),
         .target(
             name: "PIR",
             dependencies: ["BFV", .product(name: "Crypto", package: "swift-crypto")],
-            swiftSettings: strict),
+            swiftSettings: optimizedEvenInDebug),
         .target(
             name: "LookupProtocol",
             dependencies: ["BFV", "PIR", .product(name: "SwiftProtobuf", package: "swift-protobuf")],

@@ -17,6 +17,8 @@ public struct NTTTables: Sendable {
     /// `N^{-1} mod q` and its Shoup quotient.
     @usableFromInline let inverseDegree: UInt64
     @usableFromInline let inverseDegreeShoup: UInt64
+    /// The 32-bit tables when the modulus has at most 30 bits.
+    @usableFromInline let narrow: NTT32Tables?
 
     /// Builds the tables; throws when `q` is not an NTT-friendly prime for `degree`.
     public init(modulus q: Modulus, degree: Int) throws {
@@ -48,6 +50,21 @@ public struct NTTTables: Sendable {
         self.inverseShoup = inv.map { q.shoup($0) }
         self.inverseDegree = try q.inverse(UInt64(degree))
         self.inverseDegreeShoup = q.shoup(inverseDegree)
+        self.narrow = NTT32Tables(modulus: q, forward: fwd, inverse: inv, inverseDegree: inverseDegree)
+    }
+
+    /// Runs a 32-bit transform on a copy of `buffer`'s values and writes them back.
+    @inlinable
+    func withNarrowCopy(_ buffer: UnsafeMutableBufferPointer<UInt64>, _ body: (UnsafeMutablePointer<UInt32>, Int) -> Void) {
+        let n = buffer.count
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: n) { tmp in
+            guard let t = tmp.baseAddress, let a = buffer.baseAddress else { return }
+            var j = 0
+            while j < n { t[j] = UInt32(truncatingIfNeeded: a[j]); j &+= 1 }
+            body(t, n)
+            j = 0
+            while j < n { a[j] = UInt64(t[j]); j &+= 1 }
+        }
     }
 
     /// Forward negacyclic NTT in place. Input values must be below `q`; outputs are fully reduced.
@@ -56,6 +73,10 @@ public struct NTTTables: Sendable {
     /// once at the end. Index arithmetic is unchecked (`&+`): every index is below N by construction.
     @inlinable
     public func forwardInPlace(_ buffer: UnsafeMutableBufferPointer<UInt64>) {
+        if let narrow {
+            withNarrowCopy(buffer) { narrow.forwardInPlace($0, count: $1) }
+            return
+        }
         guard let a = buffer.baseAddress else { return }
         let q = modulus.value
         let twoQ = q &* 2
@@ -122,6 +143,10 @@ public struct NTTTables: Sendable {
     /// Gentleman–Sande with lazy butterflies (values in `[0, 2q)`), the `N^{-1}` scaling fused into the final pass.
     @inlinable
     public func inverseInPlace(_ buffer: UnsafeMutableBufferPointer<UInt64>) {
+        if let narrow {
+            withNarrowCopy(buffer) { narrow.inverseInPlace($0, count: $1) }
+            return
+        }
         guard let a = buffer.baseAddress else { return }
         let q = modulus.value
         let twoQ = q &* 2
