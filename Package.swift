@@ -23,10 +23,12 @@ let package = Package(
         .library(name: "BFV", targets: ["BFV"]),
         .library(name: "PIR", targets: ["PIR"]),
         .library(name: "LookupProtocol", targets: ["LookupProtocol"]),
+        .executable(name: "callveil", targets: ["callveil"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -41,6 +43,12 @@ let package = Package(
             name: "LookupProtocol",
             dependencies: ["BFV", "PIR", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["proto"],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "callveil",
+            dependencies: ["BFV", "PIR", "LookupProtocol",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strict),
         .executableTarget(
             name: "BFVBench",
