@@ -27,6 +27,8 @@ run: deps
 
 bench: deps
 	bash bench/run-bfv-bench.sh
+	@echo
+	bash bench/run-pir-bench.sh
 
 clean:
 	rm -rf .build .build-*

@@ -88,6 +88,19 @@ public struct MulPirServer: Sendable {
     /// run concurrently, and the first-dimension scan loads each plaintext once for the whole batch.
     public func computeResponses(queries: [(query: [Ciphertext], pirCalls: Int, evaluationKey: EvaluationKey)]) throws
         -> [[[Ciphertext]]] {
+        var timings = ServerTimings()
+        return try computeResponses(queries: queries, timings: &timings)
+    }
+
+    /// `computeResponses(queries:)`, also reporting where the time went.
+    public func computeResponses(queries: [(query: [Ciphertext], pirCalls: Int, evaluationKey: EvaluationKey)],
+                                 timings: inout ServerTimings) throws -> [[[Ciphertext]]] {
+        var clock = DispatchTime.now().uptimeNanoseconds
+        func lap() -> Double {
+            let now = DispatchTime.now().uptimeNanoseconds
+            defer { clock = now }
+            return Double(now - clock) / 1e9
+        }
         for q in queries { try validate(query: q.query, pirCalls: q.pirCalls, evaluationKey: q.evaluationKey) }
         let p = parameters
         let s = p.selectorsPerIndex
@@ -97,6 +110,7 @@ public struct MulPirServer: Sendable {
         let expanded = try concurrentMap(queries.count) { i in
             try expand(queries[i].query, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
         }
+        timings.expansion += lap()
         // 2. First dimension per PIR call j and chunk, batched over queries.
         var columns = [[[[Ciphertext]]]](repeating: [], count: queries.count)  // [query][j][chunk] -> columns
         for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
@@ -115,8 +129,11 @@ public struct MulPirServer: Sendable {
                 for i in queries.indices { columns[i][j].append(result[i]) }
             }
         }
+        timings.firstDimension += lap()
+        timings.scannedBytes += databaseBytes / max(tables.count, 1) * p.batchSize
         // 3. Second dimension and modulus switch, one query per thread.
         let firstDimension = columns
+        defer { timings.secondDimension += lap() }
         return try concurrentMap(queries.count) { i in
             try (0..<p.batchSize).map { j in
                 let selectors = Array(expanded[i][(j * s + d0)..<((j + 1) * s)])
@@ -191,4 +208,19 @@ final class ResultSlots<T: Sendable>: @unchecked Sendable {
     func values() throws -> [T] {
         try lock.withLock { try slots.map { try ($0 ?? .failure(PIRError.invalidQuery("missing result"))).get() } }
     }
+}
+
+/// Where a server's time went, summed over calls.
+public struct ServerTimings: Sendable {
+    /// Seconds spent expanding queries.
+    public var expansion = 0.0
+    /// Seconds in the first-dimension scan.
+    public var firstDimension = 0.0
+    /// Seconds in the second dimension and modulus switching.
+    public var secondDimension = 0.0
+    /// Database bytes the scans read.
+    public var scannedBytes = 0
+
+    /// Creates zero timings.
+    public init() {}
 }
