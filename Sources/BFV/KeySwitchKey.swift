@@ -3,6 +3,11 @@
 public struct KeySwitchKey: Sendable, Equatable {
     /// `K_0 … K_{L-2}`.
     public let ciphertexts: [Ciphertext]
+    /// 32-bit copies of each `K_j` (`c0` rows then `a` rows) when every modulus has at most 30 bits: the
+    /// pre-transformed form the fast key switch reads.
+    let narrow: [[UInt32]]?
+
+    public static func == (lhs: KeySwitchKey, rhs: KeySwitchKey) -> Bool { lhs.ciphertexts == rhs.ciphertexts }
 
     /// Wraps validated ciphertexts.
     public init(ciphertexts: [Ciphertext]) throws {
@@ -18,6 +23,13 @@ public struct KeySwitchKey: Sendable, Equatable {
             }
         }
         self.ciphertexts = ciphertexts
+        if ctx.keyContext.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
+            self.narrow = ciphertexts.map { ct in
+                (ct.polys[0].data + ct.polys[1].data).map { UInt32(truncatingIfNeeded: $0) }
+            }
+        } else {
+            self.narrow = nil
+        }
     }
 
     /// Generates a key switching from `target` (evaluation form, key context) to `secretKey`.

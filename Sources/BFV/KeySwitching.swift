@@ -11,6 +11,9 @@ extension Context {
         guard l <= key.ciphertexts.count, ctx.isPrefix(of: keyContext) else {
             throw HEError.incompatibleOperands("key switching input has \(l) moduli; the key covers \(key.ciphertexts.count)")
         }
+        if let narrow = key.narrow, keyContext.ntt.allSatisfy({ $0?.narrow != nil }) {
+            return try keySwitchNarrow(c, key: narrow, constants: ks)
+        }
         let n = degree
         let keyRows = keyContext.rowCount
         // Work rows: q_0 … q_{l-1}, then p (key row L-1).
@@ -65,6 +68,105 @@ extension Context {
             }
         }
         return (dropSpecialModulus(u0, context: ctx, constants: ks), dropSpecialModulus(u1, context: ctx, constants: ks))
+    }
+
+    /// The key switch on 32-bit words for moduli of at most 30 bits: digits transformed in place with the 32-bit
+    /// NTT, products with the key's 32-bit copy accumulated in 64-bit SIMD lanes, the output transformed back
+    /// and divided by p, all without converting the NTT inputs between widths.
+    func keySwitchNarrow(_ c: PolyRq, key: [[UInt32]], constants ks: KeySwitchingConstants) throws -> (PolyRq, PolyRq) {
+        let ctx = c.context
+        let l = ctx.rowCount
+        let n = degree
+        let keyRows = keyContext.rowCount
+        let keyStride = keyRows * n
+        var out = [UInt32](repeating: 0, count: 2 * (l + 1) * n)
+        try withUnsafeTemporaryAllocation(of: UInt32.self, capacity: n) { digitBuffer in
+            try withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 2 * n) { accBuffer in
+                guard let digit = digitBuffer.baseAddress, let acc0 = accBuffer.baseAddress else { return }
+                let acc1 = acc0.advanced(by: n)
+                // Products are below 2^60; reduce after every 8 digits so 64-bit sums cannot overflow.
+                for outRow in 0...l {
+                    let keyRow = outRow < l ? outRow : keyRows - 1
+                    let r = keyContext.moduli[keyRow]
+                    guard let ntt = keyContext.ntt[keyRow]?.narrow else { throw HEError.invalidParameters("no 32-bit NTT") }
+                    accBuffer.initialize(repeating: 0)
+                    for j in 0..<l {
+                        let qj = ctx.moduli[j].value
+                        c.data.withUnsafeBufferPointer { src in
+                            let row = src.baseAddress!.advanced(by: j * n)
+                            if qj > r.value {
+                                for i in 0..<n { digit[i] = UInt32(truncatingIfNeeded: r.reduce(row[i])) }
+                            } else {
+                                for i in 0..<n { digit[i] = UInt32(truncatingIfNeeded: row[i]) }
+                            }
+                        }
+                        ntt.forwardInPlace(digit, count: n)
+                        key[j].withUnsafeBufferPointer { k in
+                            let k0 = UnsafeRawPointer(k.baseAddress!.advanced(by: keyRow * n))
+                            let k1 = UnsafeRawPointer(k.baseAddress!.advanced(by: keyStride + keyRow * n))
+                            let d = UnsafeRawPointer(digit)
+                            let a0 = UnsafeMutableRawPointer(acc0)
+                            let a1 = UnsafeMutableRawPointer(acc1)
+                            var i = 0
+                            while i &+ 8 <= n {
+                                let dv = SIMD8<UInt64>(truncatingIfNeeded: d.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self))
+                                let x0 = SIMD8<UInt64>(truncatingIfNeeded: k0.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self))
+                                let x1 = SIMD8<UInt64>(truncatingIfNeeded: k1.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self))
+                                a0.storeBytes(of: a0.loadUnaligned(fromByteOffset: i &* 8, as: SIMD8<UInt64>.self) &+ dv &* x0,
+                                              toByteOffset: i &* 8, as: SIMD8<UInt64>.self)
+                                a1.storeBytes(of: a1.loadUnaligned(fromByteOffset: i &* 8, as: SIMD8<UInt64>.self) &+ dv &* x1,
+                                              toByteOffset: i &* 8, as: SIMD8<UInt64>.self)
+                                i &+= 8
+                            }
+                            while i < n {
+                                acc0[i] &+= UInt64(digit[i]) &* UInt64(k[keyRow * n + i])
+                                acc1[i] &+= UInt64(digit[i]) &* UInt64(k[keyStride + keyRow * n + i])
+                                i &+= 1
+                            }
+                        }
+                        if j % 8 == 7 {
+                            for i in 0..<(2 * n) { acc0[i] = r.reduce(acc0[i]) }
+                        }
+                    }
+                    out.withUnsafeMutableBufferPointer { o in
+                        let o0 = o.baseAddress!.advanced(by: outRow * n)
+                        let o1 = o.baseAddress!.advanced(by: (l + 1 + outRow) * n)
+                        for i in 0..<n {
+                            o0[i] = UInt32(truncatingIfNeeded: r.reduce(acc0[i]))
+                            o1[i] = UInt32(truncatingIfNeeded: r.reduce(acc1[i]))
+                        }
+                        ntt.inverseInPlace(o0, count: n)
+                        ntt.inverseInPlace(o1, count: n)
+                    }
+                }
+            }
+        }
+        // Divide by p with rounding, per output polynomial.
+        let p = ks.special
+        let h = p.value / 2
+        func drop(_ base: Int) -> PolyRq {
+            var data = [UInt64](repeating: 0, count: l * n)
+            out.withUnsafeBufferPointer { o in
+                let last = o.baseAddress!.advanced(by: base + l * n)
+                data.withUnsafeMutableBufferPointer { dst in
+                    for i in 0..<l {
+                        let q = ctx.moduli[i]
+                        let inv = ks.specialInverse[i]
+                        let invShoup = q.shoup(inv)
+                        let hq = ks.specialHalf[i]
+                        let row = o.baseAddress!.advanced(by: base + i * n)
+                        for j in 0..<n {
+                            var y = UInt64(last[j]) &+ h
+                            if y >= p.value { y &-= p.value }
+                            let v = q.subtract(q.add(UInt64(row[j]), hq), q.reduce(y))
+                            dst[i * n + j] = q.multiplyShoup(v, inv, invShoup)
+                        }
+                    }
+                }
+            }
+            return PolyRq(unchecked: ctx, format: .coeff, data: data)
+        }
+        return (drop(0), drop((l + 1) * n))
     }
 
     /// `round(x / p)` over `q_0 … q_{l-1}`, for `x` given over `q_0 … q_{l-1}, p` (last row p), coefficient form.

@@ -27,8 +27,15 @@ public struct NTT32Tables: Sendable {
     /// `v·w mod q` in `[0, 2q)`, lane-wise, with Shoup quotient `ws`.
     @inlinable @inline(__always)
     static func mulShoupLazy(_ v: SIMD8<UInt32>, _ w: UInt32, _ ws: UInt32, _ q: UInt32) -> SIMD8<UInt32> {
-        let wide = SIMD8<UInt64>(truncatingIfNeeded: v) &* UInt64(ws)
-        let qhat = SIMD8<UInt32>(truncatingIfNeeded: wide &>> 32)
+        // High halves of v·ws: view the 8 lanes as 4 64-bit words, multiply the even (low) and odd (high) 32-bit
+        // lanes separately (operands known below 2^32, so one pmuludq each), and put each high half back in its
+        // lane: even results shifted down, odd results masked in place.
+        let words = unsafeBitCast(v, to: SIMD4<UInt64>.self)
+        let factor = SIMD4<UInt64>(repeating: UInt64(ws))
+        let low = SIMD4<UInt64>(repeating: 0xFFFF_FFFF)
+        let even = (words & low) &* factor
+        let odd = (words &>> 32) &* factor
+        let qhat = unsafeBitCast((even &>> 32) | (odd & ~low), to: SIMD8<UInt32>.self)
         return v &* w &- qhat &* q
     }
 
