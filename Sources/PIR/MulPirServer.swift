@@ -134,16 +134,18 @@ public struct MulPirServer: Sendable {
         // 3. Second dimension and modulus switch, one query per thread.
         let firstDimension = columns
         defer { timings.secondDimension += lap() }
-        return try concurrentMap(queries.count) { i in
-            try (0..<p.batchSize).map { j in
-                let selectors = Array(expanded[i][(j * s + d0)..<((j + 1) * s)])
-                return try (0..<p.chunkCount).map { chunk in
-                    let reply = try secondDimension(selectors: selectors, columns: firstDimension[i][j][chunk],
-                                                    evaluationKey: queries[i].evaluationKey)
-                    return try context.modSwitchDownToSingle(reply)
-                }
+        // One task per (query, PIR call), so a single query's replies also use every thread.
+        let calls = p.batchSize
+        let replies = try concurrentMap(queries.count * calls) { task in
+            let (i, j) = (task / calls, task % calls)
+            let selectors = Array(expanded[i][(j * s + d0)..<((j + 1) * s)])
+            return try (0..<p.chunkCount).map { chunk in
+                let reply = try secondDimension(selectors: selectors, columns: firstDimension[i][j][chunk],
+                                                evaluationKey: queries[i].evaluationKey)
+                return try context.modSwitchDownToSingle(reply)
             }
         }
+        return (0..<queries.count).map { i in Array(replies[(i * calls)..<((i + 1) * calls)]) }
     }
 
     /// Expands one query into `(d0 + d1) · batch` selector ciphertexts.
