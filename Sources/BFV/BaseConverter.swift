@@ -56,7 +56,6 @@ struct BaseConverter: Sendable {
             guard let v = scratch.baseAddress else { return }
             let alpha = v.advanced(by: l * count)
             // Pass 1: v_i = [x_i · (B/b_i)^{-1}]_{b_i}, and α = round(Σ v_i / b_i).
-            for j in 0..<count { alpha[j] = 0 }
             withUnsafeTemporaryAllocation(of: Double.self, capacity: count) { sums in
                 guard let sum = sums.baseAddress else { return }
                 for j in 0..<count { sum[j] = 0 }

@@ -67,12 +67,13 @@ extension Context {
                 }
             }
         }
-        return (dropSpecialModulus(u0, context: ctx, constants: ks), dropSpecialModulus(u1, context: ctx, constants: ks))
+        return (u0.withUnsafeBufferPointer { dropSpecialModulus($0, context: ctx, constants: ks) },
+                u1.withUnsafeBufferPointer { dropSpecialModulus($0, context: ctx, constants: ks) })
     }
 
     /// The key switch on 32-bit words for moduli of at most 30 bits: digits transformed in place with the 32-bit
     /// NTT, products with the key's 32-bit copy accumulated in 64-bit SIMD lanes, the output transformed back
-    /// and divided by p, all without converting the NTT inputs between widths.
+    /// in 32 bits, then divided by p.
     func keySwitchNarrow(_ c: PolyRq, key: [[UInt32]], constants ks: KeySwitchingConstants) throws -> (PolyRq, PolyRq) {
         let ctx = c.context
         let l = ctx.rowCount
@@ -141,36 +142,18 @@ extension Context {
                 }
             }
         }
-        // Divide by p with rounding, per output polynomial.
-        let p = ks.special
-        let h = p.value / 2
-        func drop(_ base: Int) -> PolyRq {
-            var data = [UInt64](repeating: 0, count: l * n)
-            out.withUnsafeBufferPointer { o in
-                let last = o.baseAddress!.advanced(by: base + l * n)
-                data.withUnsafeMutableBufferPointer { dst in
-                    for i in 0..<l {
-                        let q = ctx.moduli[i]
-                        let inv = ks.specialInverse[i]
-                        let invShoup = q.shoup(inv)
-                        let hq = ks.specialHalf[i]
-                        let row = o.baseAddress!.advanced(by: base + i * n)
-                        for j in 0..<n {
-                            var y = UInt64(last[j]) &+ h
-                            if y >= p.value { y &-= p.value }
-                            let v = q.subtract(q.add(UInt64(row[j]), hq), q.reduce(y))
-                            dst[i * n + j] = q.multiplyShoup(v, inv, invShoup)
-                        }
-                    }
-                }
-            }
-            return PolyRq(unchecked: ctx, format: .coeff, data: data)
+        // Divide by p with rounding: the same step as the 64-bit path, read straight from the 32-bit rows.
+        let half = (l + 1) * n
+        return out.withUnsafeBufferPointer { o in
+            (dropSpecialModulus(UnsafeBufferPointer(rebasing: o[0..<half]), context: ctx, constants: ks),
+             dropSpecialModulus(UnsafeBufferPointer(rebasing: o[half...]), context: ctx, constants: ks))
         }
-        return (drop(0), drop((l + 1) * n))
     }
 
     /// `round(x / p)` over `q_0 … q_{l-1}`, for `x` given over `q_0 … q_{l-1}, p` (last row p), coefficient form.
-    func dropSpecialModulus(_ x: [UInt64], context ctx: PolyContext, constants ks: KeySwitchingConstants) -> PolyRq {
+    func dropSpecialModulus<Word: FixedWidthInteger & UnsignedInteger>(
+        _ x: UnsafeBufferPointer<Word>, context ctx: PolyContext, constants ks: KeySwitchingConstants
+    ) -> PolyRq {
         let n = degree
         let l = ctx.rowCount
         let p = ks.special
@@ -182,8 +165,8 @@ extension Context {
             let invShoup = q.shoup(inv)
             let hq = ks.specialHalf[i]
             for j in 0..<n {
-                let y = p.add(x[l * n + j], h)
-                let v = q.subtract(q.add(x[i * n + j], hq), q.reduce(y))
+                let y = p.add(UInt64(x[l * n + j]), h)
+                let v = q.subtract(q.add(UInt64(x[i * n + j]), hq), q.reduce(y))
                 out[i * n + j] = q.multiplyShoup(v, inv, invShoup)
             }
         }

@@ -199,7 +199,7 @@ public struct MulPirServer: Sendable {
 /// Slots that concurrent workers fill, one each; read only after every worker has finished.
 final class ResultSlots<T: Sendable>: @unchecked Sendable {
     private var slots: [Result<T, any Error>?]
-    private let lock = NSLockLike()
+    private let lock = PthreadMutex()
 
     init(count: Int) { slots = Array(repeating: nil, count: count) }
 

@@ -56,7 +56,7 @@ public struct QueryExpansion: Sendable {
         if threads > 1, count >= 4 {
             // The halves are independent: expand them on two threads, splitting the remaining threads.
             let halves = [(p0, first), (p1, second)]
-            let slots = ExpansionSlots(count: 2)
+            let slots = ResultSlots<[Ciphertext]>(count: 2)
             DispatchQueue.concurrentPerform(iterations: 2) { i in
                 slots.set(i, Result {
                     try expand(halves[i].0, count: halves[i].1, level: level + 1, height: height, threads: threads / 2)
@@ -88,6 +88,3 @@ public struct QueryExpansion: Sendable {
         return (sum, shifted)
     }
 }
-
-/// Result slots for the two halves of a parallel expansion step.
-typealias ExpansionSlots = ResultSlots<[Ciphertext]>

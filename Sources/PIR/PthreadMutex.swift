@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// A minimal mutex over `pthread_mutex_t`, so the PIR core needs no Foundation.
-final class NSLockLike: @unchecked Sendable {
+final class PthreadMutex: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     init() {
