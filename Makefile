@@ -1,7 +1,7 @@
 # CallVeil: the two set-up commands are `make run` and `make test` (see README.md).
 SHELL := /bin/bash
 # Debian packages the build, tests and benchmarks need; installed only when missing.
-DEB_PACKAGES := valgrind
+DEB_PACKAGES := valgrind libsqlite3-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_TEST_FLAGS ?= --parallel
 
@@ -20,10 +20,9 @@ build:
 test: deps
 	swift test $(SWIFT_TEST_FLAGS)
 
-# Main job. Until the service lands (issue "The Live Caller ID Lookup service"), it runs the engine benchmark.
+# Main job: a local service with a demo dataset on 127.0.0.1:8080 (scripts/demo.sh).
 run: deps
-	@echo "make run: the lookup service is not built yet; running the BFV engine benchmark instead."
-	@$(MAKE) --no-print-directory bench
+	bash scripts/demo.sh
 
 bench: deps
 	bash bench/run-bfv-bench.sh

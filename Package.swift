@@ -5,7 +5,9 @@
 //   BFV            modular arithmetic, RNS polynomials, NTT, the BFV scheme, byte serialization
 //   PIR            keyword hashing, cuckoo tables, database encoding, MulPIR server core and client
 //   LookupProtocol protobuf messages of the wire protocol and conversions to engine types
-// Later layers (Cluster, LookupService, the `callveil` executable) are added by their issues.
+//   LookupService  the Live Caller ID Lookup HTTP service: use cases, evaluation-key store, query execution
+//   LookupClient   a device-like client over HTTP (config sync, key upload, queries), for tools and tests
+//   callveil       the command-line executable (serve, build-db, process-db, query)
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -23,12 +25,23 @@ let package = Package(
         .library(name: "BFV", targets: ["BFV"]),
         .library(name: "PIR", targets: ["PIR"]),
         .library(name: "LookupProtocol", targets: ["LookupProtocol"]),
+        .library(name: "LookupService", targets: ["LookupService"]),
+        .library(name: "LookupClient", targets: ["LookupClient"]),
         .executable(name: "callveil", targets: ["callveil"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
     ],
     targets: [
         .target(
@@ -41,12 +54,38 @@ let package = Package(
             swiftSettings: optimizedEvenInDebug),
         .target(
             name: "LookupProtocol",
-            dependencies: ["BFV", "PIR", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            dependencies: ["BFV", "PIR", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                           .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["proto"],
+            swiftSettings: strict),
+        .target(
+            name: "LookupService",
+            dependencies: ["BFV", "PIR", "LookupProtocol",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "Metrics", package: "swift-metrics"),
+                           .product(name: "Prometheus", package: "swift-prometheus"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: strict),
+        .target(
+            name: "LookupClient",
+            dependencies: ["BFV", "PIR", "LookupProtocol",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strict),
         .executableTarget(
             name: "callveil",
-            dependencies: ["BFV", "PIR", "LookupProtocol",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strict),
@@ -72,6 +111,12 @@ let package = Package(
         .testTarget(
             name: "PIRTests",
             dependencies: ["BFV", "PIR", "LookupProtocol", "ConformanceSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "LookupServiceTests",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient", "ConformanceSupport",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .testTarget(
             name: "LookupProtocolTests",

@@ -1,10 +1,11 @@
 import ArgumentParser
 
-/// The `callveil` command: database tools now; the service, cluster and client commands arrive with their issues.
+/// The `callveil` command: the service, the dataset tools and a device-like query client.
 @main
-struct CallVeil: ParsableCommand {
+struct CallVeil: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "callveil",
         abstract: "CallVeil: a scalable Live Caller ID Lookup backend.",
-        subcommands: [ProcessDatabaseCommand.self])
+        subcommands: [ServeCommand.self, QueryCommand.self, BuildDatabaseCommand.self, ProcessDatabaseCommand.self,
+                      GenerateDemoCommand.self])
 }

@@ -13,8 +13,8 @@ struct ProcessDatabaseCommand: ParsableCommand {
         abstract: "Shard a keyword database, build each shard's cuckoo table and encode it for PIR.",
         discussion: """
         Input: a protobuf KeywordDatabase (.binpb) or a CSV of `keyword,value` lines (value in hex or base64).
-        Output, per shard N: shard-N.cvshard (CallVeil's shard file, checksummed) and shard-N.params.txtpb
-        (pir.v1.PirParameters); plus evaluation-key-config.txtpb, the union config devices must satisfy.
+        Output, per shard N: <stem>-N.cvshard (CallVeil's shard file, checksummed) and <stem>-N.params.txtpb
+        (pir.v1.PirParameters); plus <stem>.evaluation-key-config.txtpb, the union config devices must satisfy.
         """)
 
     @Option(help: "Keyword database (.binpb or .csv).")
@@ -22,6 +22,9 @@ struct ProcessDatabaseCommand: ParsableCommand {
 
     @Option(help: "Output directory (created if missing).")
     var output: String
+
+    @Option(help: "File name stem of the shard files in the output directory (the service config's fileStem).")
+    var fileStem: String = "shard"
 
     @Option(help: "BFV parameter preset.")
     var preset: String = ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue
@@ -70,33 +73,15 @@ struct ProcessDatabaseCommand: ParsableCommand {
         default: throw ValidationError("sharding must be sha256 or double-mod")
         }
         let encryption = EncryptionParameters(preset)
-        let context = try Context(parameters: encryption)
         var options = ProcessingOptions(encryption: encryption, shardCount: shards, sharding: function,
                                         hashFunctionCount: hashFunctions, maxEvictionCount: maxEvictions,
                                         maxSerializedBucketSize: maxBucketSize, keyCompression: compression)
         if let fixed = fixedBucketCount { options.bucketCount = .fixedSize(bucketCount: fixed) }
         writeStderr("read \(rows.count) rows from \(input); \(shards) shard(s), preset \(preset.rawValue)\n")
-        let entries = try KeywordDatabaseProcessor.shard(rows: rows, shardCount: shards, sharding: function)
-        let maxValue = rows.map(\.value.count).max() ?? 0
-        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         var progress = ProgressBar(label: "processing shards", total: shards)
-        progress.update(0)
-        var galois = Set<Int>()
-        for (index, shardEntries) in entries.enumerated() {
-            let shard = try KeywordDatabaseProcessor.process(shard: index, entries: shardEntries, options: options,
-                                                             maxValueLength: maxValue, context: context)
-            let keyConfig = EvaluationKeyConfigMessage(shard.evaluationKeyConfig, parameters: encryption)
-            let parameters = ProtoPirParameters(shard.parameters, sharding: function, keyConfig: keyConfig)
-            let blob = try parameters.deterministicBytes()
-            let file = try ShardFile.serialize(shard.database, parameterBlob: blob, context: context)
-            try Data(file).write(to: URL(fileURLWithPath: "\(output)/shard-\(index).cvshard"))
-            try Data(parameters.textFormatString().utf8).write(to: URL(fileURLWithPath: "\(output)/shard-\(index).params.txtpb"))
-            galois.formUnion(shard.evaluationKeyConfig.galoisElements)
-            progress.update(index + 1)
+        try DatabaseProcessingJob(options: options, outputStem: "\(output)/\(fileStem)").run(rows: rows) { done, _ in
+            progress.update(done)
         }
-        let union = EvaluationKeyConfig(galoisElements: galois.sorted(), hasRelinearizationKey: true)
-        let unionText = EvaluationKeyConfigMessage(union, parameters: encryption).textFormatString()
-        try Data(unionText.utf8).write(to: URL(fileURLWithPath: "\(output)/evaluation-key-config.txtpb"))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         writeStderr("processed \(rows.count) rows into \(shards) shard(s) in \(String(format: "%.1f", seconds)) s; output in \(output)\n")
     }

@@ -1,0 +1,149 @@
+import BFV
+import Crypto
+import Foundation
+import LookupProtocol
+import PIR
+
+/// A client that behaves like an iPhone's Live Caller ID Lookup (SPEC-PIR §7.0, §6.5): it keeps each use case's
+/// config (sending its config id so the server can answer "reuse"), generates a secret key per key config,
+/// uploads the evaluation key when the server's `KeyStatus` timestamp differs from its own, and sends one
+/// `/queries` call per lookup, decrypting the answer locally.
+public actor LookupDevice {
+    /// What the device holds for one use case.
+    struct UseCaseState {
+        var configID: [UInt8]
+        var pirConfig: ProtoPIRConfig
+        var client: KeywordPirClient
+        var keyConfigHash: [UInt8]
+    }
+
+    /// A secret key and the timestamp it was generated at.
+    struct KeyState {
+        var secretKey: SecretKey
+        var timestamp: UInt64
+    }
+
+    /// The HTTP transport.
+    public let http: LookupHTTPClient
+    /// `User-Identifier` header.
+    public let userIdentifier: String
+    /// `User-Agent` header.
+    public let userAgent: String
+    private let authorization: any AuthorizationProvider
+    private var useCases: [String: UseCaseState] = [:]
+    private var keys: [[UInt8]: KeyState] = [:]
+    private var serverTimestamps: [[UInt8]: UInt64] = [:]
+    /// Bytes sent and received, for the bench harness.
+    public private(set) var bytesSent = 0, bytesReceived = 0
+    /// Size of the last evaluation-key upload body.
+    public private(set) var lastKeyUploadBytes = 0
+
+    /// A device talking to `http` with a random user identifier unless one is given.
+    public init(http: LookupHTTPClient, userIdentifier: String = UUID().uuidString,
+                userAgent: String = "com.apple.ciphermld/1.0 iOS/18.2 CallVeil",
+                authorization: any AuthorizationProvider = NoAuthorization()) {
+        self.http = http
+        self.userIdentifier = userIdentifier
+        self.userAgent = userAgent
+        self.authorization = authorization
+    }
+
+    /// `POST path` with the device headers; non-200 answers throw `LookupClientError.http`.
+    public func post(_ path: String, body: [UInt8]) async throws -> [UInt8] {
+        var headers = [("User-Identifier", userIdentifier), ("User-Agent", userAgent)]
+        if let auth = try await authorization.authorization() { headers.append(("Authorization", auth)) }
+        let (status, answer) = try await http.send(path: path, headers: headers, body: body)
+        bytesSent += body.count
+        bytesReceived += answer.count
+        guard status == 200 else { throw LookupClientError.http(status: status, body: String(decoding: answer, as: UTF8.self)) }
+        return answer
+    }
+
+    /// Syncs the configs of `names` (sending held config ids) and the server's key timestamps.
+    public func syncConfig(_ names: [String]) async throws {
+        let request = ProtoConfigRequest.with {
+            $0.usecases = names
+            $0.existingConfigIds = names.map { Data(useCases[$0]?.configID ?? []) }
+        }
+        let response = try ProtoConfigResponse(serializedBytes: try await post("/config", body: try request.serializedBytes()))
+        for name in names {
+            guard let config = response.configs[name] else { throw LookupClientError.unknownUseCase(name) }
+            if config.reuseExistingConfig {
+                guard useCases[name] != nil else { throw LookupClientError.protocolViolation("reuse for a config the device does not hold") }
+                continue
+            }
+            guard case .pirConfig(let pir)? = config.config else { throw LookupClientError.protocolViolation("no PIR config for \(name)") }
+            let encryption = try pir.encryptionParameters.native()
+            let context = try Context(parameters: encryption)
+            let client = try KeywordPirClient(context: context, shards: try pir.shardParameters(), sharding: try pir.shardingFunction())
+            useCases[name] = UseCaseState(configID: [UInt8](config.configID), pirConfig: pir, client: client,
+                                          keyConfigHash: [UInt8](pir.evaluationKeyConfigHash))
+        }
+        for status in response.keyInfo {
+            let hash = Array(SHA256.hash(data: try status.keyConfig.serializedBytes() as [UInt8]))
+            serverTimestamps[hash] = status.timestamp
+            if keys[hash]?.timestamp != status.timestamp {
+                try await uploadKey(for: status.keyConfig, hash: hash)
+            }
+        }
+    }
+
+    /// The config id the device holds for a use case.
+    public func configID(_ name: String) -> [UInt8]? { useCases[name]?.configID }
+
+    /// Generates a new secret key for a key config and uploads its evaluation key.
+    func uploadKey(for keyConfig: EvaluationKeyConfigMessage, hash: [UInt8]) async throws {
+        let context = try Context(parameters: try keyConfig.encryptionParameters.native())
+        let secretKey = SecretKey(context: context)
+        let evaluationKey = try EvaluationKey(config: keyConfig.native(), secretKey: secretKey)
+        var timestamp = UInt64(Date().timeIntervalSince1970)
+        if let old = keys[hash]?.timestamp, old >= timestamp { timestamp = old + 1 }
+        let body = ProtoEvaluationKeys.with {
+            $0.keys = [.with {
+                $0.metadata = .with {
+                    $0.timestamp = timestamp
+                    $0.identifier = Data(hash)
+                }
+                $0.evaluationKey = ProtoEvaluationKey(evaluationKey.serialize())
+            }]
+        }
+        let bytes: [UInt8] = try body.serializedBytes()
+        _ = try await post("/key", body: bytes)
+        lastKeyUploadBytes = bytes.count
+        keys[hash] = KeyState(secretKey: secretKey, timestamp: timestamp)
+        serverTimestamps[hash] = timestamp
+    }
+
+    /// Looks `keyword` up in a use case: the value, or nil when absent. Syncs config and key first if needed.
+    public func lookup(_ keyword: [UInt8], in name: String) async throws -> [UInt8]? {
+        if useCases[name] == nil { try await syncConfig([name]) }
+        guard let state = useCases[name] else { throw LookupClientError.unknownUseCase(name) }
+        guard let key = keys[state.keyConfigHash] else {
+            throw LookupClientError.protocolViolation("the server sent no key status for \(name)'s key config")
+        }
+        let (shard, query) = try state.client.generateQuery(keyword: keyword, secretKey: key.secretKey)
+        let request = ProtoRequests.with {
+            $0.requests = [.with {
+                $0.usecase = name
+                $0.pirRequest = .with {
+                    $0.shardIndex = UInt32(shard)
+                    $0.query = ProtoEncryptedIndices(query, pirCalls: state.client.shards[shard].batchSize)
+                    $0.evaluationKeyMetadata = .with {
+                        $0.timestamp = key.timestamp
+                        $0.identifier = Data(state.keyConfigHash)
+                    }
+                    $0.configurationHash = Data(state.configID)
+                }
+            }]
+        }
+        let answer = try ProtoResponses(serializedBytes: try await post("/queries", body: try request.serializedBytes()))
+        guard answer.responses.count == 1, case .pirResponse(let response)? = answer.responses[0].response else {
+            throw LookupClientError.protocolViolation("expected one PIR response")
+        }
+        let replies = try response.native(context: state.client.context)
+        return try state.client.decrypt(replies: replies, keyword: keyword, secretKey: key.secretKey)
+    }
+
+    /// Forgets the secret keys, as a device does when it rotates them (the next sync uploads new ones).
+    public func forgetKeys() { keys.removeAll() }
+}

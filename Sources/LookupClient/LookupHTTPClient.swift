@@ -1,0 +1,34 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Posts protobuf bodies to a Live Caller ID Lookup server with the headers a device sends.
+public struct LookupHTTPClient: Sendable {
+    /// The server's base URL, e.g. `http://127.0.0.1:8080`.
+    public let baseURL: String
+    /// Largest response body read.
+    public var maxResponseBytes = 64 << 20
+    /// Per-request timeout.
+    public var timeout: TimeAmount = .seconds(60)
+
+    /// A client for `baseURL` (a trailing slash is dropped).
+    public init(baseURL: String) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+    }
+
+    /// One HTTP exchange: status and body.
+    public func send(method: HTTPMethod = .POST, path: String, headers: [(String, String)], body: [UInt8]?) async throws
+        -> (status: Int, body: [UInt8]) {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+        let buffer = try await response.body.collect(upTo: maxResponseBytes)
+        return (Int(response.status.code), Array(buffer.readableBytesView))
+    }
+}

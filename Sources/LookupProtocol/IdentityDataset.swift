@@ -1,0 +1,184 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import SwiftProtobuf
+
+/// One caller as the operator describes it: number, display data and block decision.
+public struct IdentityRecord: Sendable, Equatable {
+    /// E.164 number (`+` and digits).
+    public var number: String
+    /// Display name (empty for none).
+    public var name: String
+    /// Person, business or unspecified.
+    public var category: IdentityCategory
+    /// Whether calls from this number are blocked.
+    public var block: Bool
+    /// How long the device may reuse the identity answer.
+    public var cacheExpiryMinutes: UInt32
+    /// HEIC icon bytes, if any.
+    public var icon: [UInt8]?
+
+    /// A record.
+    public init(number: String, name: String, category: IdentityCategory, block: Bool, cacheExpiryMinutes: UInt32, icon: [UInt8]? = nil) {
+        self.number = number
+        self.name = name
+        self.category = category
+        self.block = block
+        self.cacheExpiryMinutes = cacheExpiryMinutes
+        self.icon = icon
+    }
+
+    /// The identity value: a serialized `CallIdentity`, or nil when it would be empty (no identity row).
+    public func callIdentity() throws -> [UInt8]? {
+        var identity = CallIdentity()
+        identity.name = name
+        identity.cacheExpiryMinutes = cacheExpiryMinutes
+        identity.category = category
+        if let icon { identity.icon = .with { $0.format = .heic; $0.image = Data(icon) } }
+        let bytes: [UInt8] = try identity.serializedBytes()
+        return bytes.isEmpty ? nil : bytes
+    }
+}
+
+/// A problem with one input row; `line` is 1-based (nil for whole-file problems).
+public struct DatasetProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Line of the input, when known.
+    public let line: Int?
+    /// What is wrong.
+    public let message: String
+
+    /// A problem.
+    public init(line: Int?, _ message: String) {
+        self.line = line
+        self.message = message
+    }
+
+    public var description: String { line.map { "line \($0): \(message)" } ?? message }
+}
+
+/// Reading identity datasets (`build-db`, SPEC-PIR §7.10): text-format `InputIdentities` or CSV
+/// `number,name,category,block,cache_minutes`, numbers normalized to E.164, icons from `<number>.heic`, and
+/// the block and identity keyword databases. Every rejected row is reported with its line.
+public enum IdentityDataset {
+    /// Largest icon accepted.
+    public static let maxIconBytes = 64 * 1024
+
+    /// `+` and 7–15 digits after removing spaces, `-`, `.`, `(` and `)`; nil for anything else.
+    public static func normalize(_ raw: String) -> String? {
+        let kept = raw.trimmingCharacters(in: .whitespaces).filter { !" -.()".contains($0) }
+        guard kept.first == "+" else { return nil }
+        let digits = kept.dropFirst()
+        guard digits.count >= 7, digits.count <= 15, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.first != "0" else {
+            return nil
+        }
+        return "+" + digits
+    }
+
+    /// Parses CSV rows (a header line starting with `number` is skipped). Returns the records and the problems.
+    public static func parseCSV(_ text: String) -> (records: [IdentityRecord], problems: [DatasetProblem]) {
+        var records: [IdentityRecord] = []
+        var problems: [DatasetProblem] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+            let lineNumber = index + 1
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            if index == 0, line.lowercased().hasPrefix("number") { continue }
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: .whitespaces) }
+            guard fields.count == 5 else {
+                problems.append(DatasetProblem(line: lineNumber, "expected 5 fields (number,name,category,block,cache_minutes), found \(fields.count)"))
+                continue
+            }
+            guard let number = normalize(fields[0]) else {
+                problems.append(DatasetProblem(line: lineNumber, "\"\(fields[0])\" is not an E.164 number"))
+                continue
+            }
+            guard let category = category(fields[2]) else {
+                problems.append(DatasetProblem(line: lineNumber, "unknown category \"\(fields[2])\""))
+                continue
+            }
+            guard let block = flag(fields[3]) else {
+                problems.append(DatasetProblem(line: lineNumber, "block must be 0/1/true/false, found \"\(fields[3])\""))
+                continue
+            }
+            guard let minutes = fields[4].isEmpty ? 0 : UInt32(fields[4]) else {
+                problems.append(DatasetProblem(line: lineNumber, "cache_minutes must be a non-negative integer, found \"\(fields[4])\""))
+                continue
+            }
+            records.append(IdentityRecord(number: number, name: fields[1], category: category, block: block, cacheExpiryMinutes: minutes))
+        }
+        return (records, problems)
+    }
+
+    /// Parses text-format `InputIdentities` (the reference tool's input).
+    public static func parseTextProto(_ text: String) -> (records: [IdentityRecord], problems: [DatasetProblem]) {
+        let input: InputIdentities
+        do { input = try InputIdentities(textFormatString: text) } catch {
+            return ([], [DatasetProblem(line: nil, "not a text-format InputIdentities: \(error)")])
+        }
+        var records: [IdentityRecord] = []
+        var problems: [DatasetProblem] = []
+        for raw in input.identities.keys.sorted() {
+            guard let value = input.identities[raw] else { continue }
+            guard let number = normalize(raw) else {
+                problems.append(DatasetProblem(line: nil, "\"\(raw)\" is not an E.164 number"))
+                continue
+            }
+            records.append(IdentityRecord(number: number, name: value.name, category: value.category, block: value.block,
+                                          cacheExpiryMinutes: value.cacheExpiryMinutes))
+        }
+        return (records, problems)
+    }
+
+    /// Reports numbers that occur more than once (after normalization).
+    public static func duplicates(_ records: [IdentityRecord]) -> [DatasetProblem] {
+        var seen: [String: Int] = [:]
+        var problems: [DatasetProblem] = []
+        for (index, record) in records.enumerated() {
+            if let first = seen[record.number] {
+                problems.append(DatasetProblem(line: nil, "\(record.number) appears more than once (records \(first + 1) and \(index + 1))"))
+            } else {
+                seen[record.number] = index
+            }
+        }
+        return problems
+    }
+
+    /// The block database (one row per number, value `[1]` or `[0]`) and the identity database (rows only for
+    /// non-empty identities, value a serialized `CallIdentity`). Keywords are the UTF-8 numbers.
+    public static func keywordDatabases(_ records: [IdentityRecord]) throws -> (block: ProtoKeywordDatabase, identity: ProtoKeywordDatabase) {
+        var block = ProtoKeywordDatabase()
+        var identity = ProtoKeywordDatabase()
+        for record in records {
+            block.rows.append(.with {
+                $0.keyword = Data(record.number.utf8)
+                $0.value = Data([record.block ? 1 : 0])
+            })
+            if let value = try record.callIdentity() {
+                identity.rows.append(.with {
+                    $0.keyword = Data(record.number.utf8)
+                    $0.value = Data(value)
+                })
+            }
+        }
+        return (block, identity)
+    }
+
+    static func category(_ text: String) -> IdentityCategory? {
+        switch text.uppercased() {
+        case "", "0", "UNSPECIFIED", "IDENTITY_CATEGORY_UNSPECIFIED": return .unspecified
+        case "1", "PERSON", "IDENTITY_CATEGORY_PERSON": return .person
+        case "2", "BUSINESS", "IDENTITY_CATEGORY_BUSINESS": return .business
+        default: return nil
+        }
+    }
+
+    static func flag(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "1", "true", "yes": return true
+        case "0", "false", "no", "": return false
+        default: return nil
+        }
+    }
+}

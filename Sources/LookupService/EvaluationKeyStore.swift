@@ -1,0 +1,17 @@
+import Foundation
+
+/// Durable storage of the devices' evaluation keys, keyed by (User-Identifier, key-config hash). Keys older
+/// than the store's maximum age are treated as absent. An interface, so a cluster can put a shared store
+/// behind it.
+public protocol EvaluationKeyStore: Sendable {
+    /// Stores a key, replacing any key for the same (user, identifier).
+    func store(_ key: StoredEvaluationKey) async throws
+    /// The unexpired key for (user, identifier).
+    func key(user: String, identifier: [UInt8]) async throws -> StoredEvaluationKey?
+    /// The device timestamp of the unexpired key for (user, identifier), without reading the key.
+    func timestamp(user: String, identifier: [UInt8]) async throws -> UInt64?
+    /// Deletes expired keys; returns how many.
+    func purgeExpired() async throws -> Int
+    /// Number of unexpired keys.
+    func count() async throws -> Int
+}

@@ -1,0 +1,92 @@
+import BFV
+import Foundation
+import LookupProtocol
+import PIR
+import Synchronization
+
+/// Runs shard queries in this process: every shard of every installed version is held in memory, evaluation
+/// keys come from the key store through a parsed-key cache, and the PIR core runs on a compute pool.
+public final class LocalShardExecutor: ShardExecutor {
+    private struct VersionID: Hashable {
+        let name: String
+        let configID: [UInt8]
+    }
+
+    private struct Installed: Sendable {
+        let version: UseCaseVersion
+        let shards: ShardSet
+    }
+
+    private let installed = Mutex<[VersionID: Installed]>([:])
+    private let keyStore: any EvaluationKeyStore
+    private let cache: EvaluationKeyCache
+    private let pool: ComputePool
+    private let threads: Int?
+    private let metrics: ServiceMetrics?
+
+    /// An executor; `threads` per query (default every core), `concurrentQueries` computed at once.
+    public init(keyStore: any EvaluationKeyStore, cache: EvaluationKeyCache, threads: Int? = nil, concurrentQueries: Int = 2,
+                metrics: ServiceMetrics? = nil) {
+        self.keyStore = keyStore
+        self.cache = cache
+        self.pool = ComputePool(width: concurrentQueries)
+        self.threads = threads
+        self.metrics = metrics
+    }
+
+    public func install(_ useCase: LoadedUseCase) async throws {
+        let version = useCase.version
+        let threads = self.threads
+        let set = try await pool.run {
+            try ShardSet(servers: try useCase.databases.map {
+                try MulPirServer(context: version.context, database: $0, threads: threads)
+            })
+        }
+        installed.withLock {
+            $0[VersionID(name: version.name, configID: version.configuration.configID)] = Installed(version: version, shards: set)
+        }
+    }
+
+    public func retire(useCase: String, configID: [UInt8]) async {
+        _ = installed.withLock { $0.removeValue(forKey: VersionID(name: useCase, configID: configID)) }
+    }
+
+    public func execute(_ request: ShardQuery) async throws -> ProtoPIRResponse {
+        guard let entry = installed.withLock({ $0[VersionID(name: request.useCase, configID: request.configID)] }) else {
+            throw LookupError(.gone, "Configuration id is no longer available")
+        }
+        let server = try entry.shards.server(forShard: request.shardIndex)
+        let context = entry.version.context
+        guard request.query.numPirCalls >= 1, request.query.numPirCalls <= 64 else {
+            throw LookupError.badRequest("Invalid PIR request: num_pir_calls \(request.query.numPirCalls)")
+        }
+        let key = try await evaluationKey(request.key, context: context)
+        let query = request.query
+        let start = ContinuousClock.now
+        let response = try await pool.run {
+            let ciphertexts = try query.native(context: context)
+            let replies = try server.computeResponse(query: ciphertexts, pirCalls: Int(query.numPirCalls), evaluationKey: key)
+            return ProtoPIRResponse(replies: replies)
+        }
+        metrics?.recordCompute(useCase: request.useCase, duration: ContinuousClock.now - start)
+        return response
+    }
+
+    private func evaluationKey(_ source: EvaluationKeySource, context: Context) async throws -> EvaluationKey {
+        switch source {
+        case .inline(let proto):
+            return try await pool.run { try EvaluationKey(deserialize: try proto.native(), context: context) }
+        case .stored(let user, let identifier, let timestamp):
+            let cacheKey = EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp)
+            if let key = cache.get(cacheKey) { return key }
+            guard let stored = try await keyStore.key(user: user, identifier: identifier), stored.timestamp == timestamp else {
+                throw LookupError.evaluationKeyNotFound
+            }
+            let key = try await pool.run {
+                try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: stored.serialized).native(), context: context)
+            }
+            cache.put(cacheKey, key, bytes: stored.serialized.count * 4)
+            return key
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import BFV
+import Hummingbird
+import LookupProtocol
+import PIR
+import SwiftProtobuf
+
+/// A request the service refuses, with the HTTP status and the reason sent to the client (SPEC-PIR §7.3).
+public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The HTTP status to answer.
+    public let status: HTTPResponse.Status
+    /// The reason, safe to show to the client (never key, token or ciphertext bytes).
+    public let message: String
+
+    /// An error with a status and a reason.
+    public init(_ status: HTTPResponse.Status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    public var description: String { "\(status.code) \(message)" }
+
+    /// 400 with a reason.
+    public static func badRequest(_ message: String) -> LookupError { .init(.badRequest, message) }
+
+    /// The error to answer for any error thrown while serving: library errors on client input are 400.
+    public static func from(_ error: any Error) -> LookupError? {
+        switch error {
+        case let e as LookupError: return e
+        case let e as HEError: return .badRequest("Invalid ciphertext or key: \(e)")
+        case let e as PIRError: return .badRequest("Invalid PIR request: \(e)")
+        case let e as ProtocolError: return .badRequest("Invalid message: \(e)")
+        case let e as BinaryDecodingError: return .badRequest("Malformed protobuf: \(e)")
+        default: return nil
+        }
+    }
+
+    /// The Hummingbird error with the JSON body `{"error":{"message":…}}`.
+    public var httpError: HTTPError { HTTPError(status, message: message) }
+}
+
+extension LookupError {
+    /// No usable evaluation key: the device re-syncs its key through `/config` and `/key` (SPEC-PIR §7.3).
+    public static let evaluationKeyNotFound = LookupError(.badRequest, "Evaluation key not found")
+    /// The request names a use case the service does not have.
+    public static let unknownUseCase = LookupError(.badRequest, "Unknown usecase")
+}

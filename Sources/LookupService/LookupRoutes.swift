@@ -1,0 +1,64 @@
+import Foundation
+import Hummingbird
+import LookupProtocol
+import SwiftProtobuf
+
+/// The HTTP routes: the PIR endpoints behind their middleware chain (Privacy Pass → User-Identifier →
+/// User-Agent, SPEC-PIR §7.3), and the operational endpoints `/healthz` and `/metrics`.
+public enum LookupRoutes {
+    /// Adds every route to `router`; `verifier` nil leaves the PIR endpoints unauthenticated.
+    public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, registry: UseCaseRegistry,
+                           metrics: ServiceMetrics, verifier: (any PrivateTokenVerifier)?) {
+        router.add(middleware: RequestObserverMiddleware(metrics: metrics))
+        router.get("/healthz") { _, _ -> Response in
+            let versions = registry.allVersions.map {
+                "{\"usecase\":\"\($0.name)\",\"configId\":\"\($0.configIDHex)\",\"shards\":\($0.configuration.shards.count)}"
+            }
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\",\"versions\":[\(versions.joined(separator: ","))]}")))
+        }
+        router.get("/metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
+        let pir = router.group()
+        if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier)) }
+        pir.add(middleware: UserIdentifierMiddleware())
+        pir.add(middleware: UserAgentMiddleware())
+        pir.post("/config") { request, context -> Response in
+            let message = try await decode(ProtoConfigRequest.self, request, context)
+            let answer = try await api.config(message, user: try user(context), features: context.features)
+            return try protobufResponse(answer)
+        }
+        pir.post("/key") { request, context -> Response in
+            let message = try await decode(ProtoEvaluationKeys.self, request, context)
+            try await api.uploadKeys(message, user: try user(context))
+            return Response(status: .ok)
+        }
+        pir.post("/queries") { request, context -> Response in
+            let message = try await decode(ProtoRequests.self, request, context)
+            let answer = try await api.queries(message, user: try user(context))
+            return try protobufResponse(answer)
+        }
+    }
+
+    static func user(_ context: LookupRequestContext) throws -> String {
+        guard let user = context.userIdentifier else { throw LookupError.badRequest("Missing 'User-Identifier' header") }
+        return user
+    }
+
+    static func decode<M: Message>(_ type: M.Type, _ request: Request, _ context: LookupRequestContext) async throws -> M {
+        let buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        do {
+            return try M(serializedBytes: Array(buffer.readableBytesView))
+        } catch {
+            throw LookupError.badRequest("Malformed \(M.protoMessageName): \(error)")
+        }
+    }
+
+    static func protobufResponse(_ message: some Message) throws -> Response {
+        let bytes: [UInt8] = try message.serializedBytes()
+        return Response(status: .ok, headers: [.contentType: "application/octet-stream"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Hummingbird
+import Logging
+import LookupProtocol
+import PIR
+import ServiceLifecycle
+import Synchronization
+
+/// The single-host Live Caller ID Lookup service: owns the use-case registry, the evaluation-key store, the
+/// shard executor and the API, loads use cases from the service config, and reloads them on request.
+public actor LookupServer {
+    /// The path of the service config file.
+    public nonisolated let configPath: String
+    /// Loaded use-case versions.
+    public nonisolated let registry: UseCaseRegistry
+    /// Evaluation keys.
+    public nonisolated let keyStore: any EvaluationKeyStore
+    /// Where shard queries run.
+    public nonisolated let executor: any ShardExecutor
+    /// Metrics.
+    public nonisolated let metrics: ServiceMetrics
+    /// The endpoints.
+    public nonisolated let api: LookupAPI
+    /// The user token → tier map of the current config (read by the token issuer).
+    public nonisolated let tiers: Mutex<[String: String]>
+    private let logger: Logger
+
+    /// Reads the config, opens the key store and loads every use case. `executor` nil runs queries in-process.
+    public init(configPath: String, executor: (any ShardExecutor)? = nil, logger: Logger) async throws {
+        let config = try ServiceConfig.load(path: configPath)
+        let keys = config.keys ?? .init()
+        let store = try SQLiteEvaluationKeyStore(path: keys.database ?? "keys.sqlite",
+                                                 maxAge: TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600))
+        let metrics = ServiceMetrics()
+        let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
+        let pool = ComputePool(width: config.concurrentQueries ?? 2)
+        let executor = executor ?? LocalShardExecutor(keyStore: store, cache: cache, threads: config.computeThreads,
+                                                      concurrentQueries: config.concurrentQueries ?? 2, metrics: metrics)
+        var limits = LookupAPI.Limits()
+        limits.maxKeyBytes = keys.maxKeyBytes ?? limits.maxKeyBytes
+        let registry = UseCaseRegistry()
+        self.configPath = configPath
+        self.registry = registry
+        self.keyStore = store
+        self.executor = executor
+        self.metrics = metrics
+        self.api = LookupAPI(registry: registry, keyStore: store, keyCache: cache, executor: executor, pool: pool,
+                             limits: limits, metrics: metrics, logger: logger)
+        self.tiers = Mutex(config.tierByToken)
+        self.logger = logger
+        _ = try await apply(config, failFast: true)
+        metrics.setKeysStored(try await store.count())
+    }
+
+    /// Re-reads the config file and loads every use case as its newest version (SPEC-PIR §7.9). Queries in
+    /// flight keep the version they started with; a use case that fails to load keeps its previous versions.
+    /// Returns the names of use cases that failed.
+    @discardableResult
+    public func reload() async throws -> [String] {
+        try await apply(try ServiceConfig.load(path: configPath), failFast: false)
+    }
+
+    private func apply(_ config: ServiceConfig, failFast: Bool) async throws -> [String] {
+        tiers.withLock { $0 = config.tierByToken }
+        var failed: [String] = []
+        let wanted = Set(config.usecases.map(\.name))
+        for name in registry.names where !wanted.contains(name) {
+            for old in registry.remove(name: name) { await executor.retire(useCase: name, configID: old.configuration.configID) }
+            logger.info("use case removed", metadata: ["usecase": .string(name)])
+        }
+        for useCase in config.usecases {
+            let keep = useCase.versionCount ?? 2
+            if keep == 0 {
+                for old in registry.remove(name: useCase.name) {
+                    await executor.retire(useCase: useCase.name, configID: old.configuration.configID)
+                }
+                continue
+            }
+            do {
+                let logger = self.logger
+                let loaded = try await Task.detached {
+                    try UseCaseLoader.load(useCase) { done, total in
+                        if done == total || done % 16 == 0 {
+                            logger.info("loading shards", metadata: ["usecase": .string(useCase.name), "done": "\(done)/\(total)"])
+                        }
+                    }
+                }.value
+                try await executor.install(loaded)
+                for old in registry.install(loaded.version, keep: keep) {
+                    await executor.retire(useCase: useCase.name, configID: old.configuration.configID)
+                }
+                logger.info("use case loaded", metadata: [
+                    "usecase": .string(useCase.name), "configId": .string(loaded.version.configIDHex),
+                    "shards": .stringConvertible(loaded.databases.count),
+                ])
+            } catch {
+                if failFast { throw error }
+                logger.error("use case failed to load; previous versions kept",
+                             metadata: ["usecase": .string(useCase.name), "error": .string("\(error)")])
+                failed.append(useCase.name)
+            }
+        }
+        return failed
+    }
+
+    /// Deletes expired keys and updates the gauge.
+    public func purgeExpiredKeys() async throws -> Int {
+        let purged = try await keyStore.purgeExpired()
+        metrics.setKeysStored(try await keyStore.count())
+        return purged
+    }
+
+    /// The router with every route of the service.
+    public nonisolated func makeRouter(verifier: (any PrivateTokenVerifier)? = nil) -> Router<LookupRequestContext> {
+        let router = Router(context: LookupRequestContext.self)
+        LookupRoutes.add(to: router, api: api, registry: registry, metrics: metrics, verifier: verifier)
+        return router
+    }
+
+    /// The HTTP application on `host:port` with the background services (key expiry, reload on SIGHUP when
+    /// `reloadOnSIGHUP`); `onServerRunning` receives the bound port.
+    public nonisolated func makeApplication(host: String, port: Int, verifier: (any PrivateTokenVerifier)? = nil,
+                                            reloadOnSIGHUP: Bool = false,
+                                            onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
+        -> some ApplicationProtocol {
+        var services: [any Service] = [KeyExpiryService(server: self, logger: logger)]
+        if reloadOnSIGHUP { services.append(ReloadOnSignalService(server: self, logger: logger)) }
+        return Application(router: makeRouter(verifier: verifier),
+                           configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil"),
+                           services: services,
+                           onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+                           logger: logger)
+    }
+}

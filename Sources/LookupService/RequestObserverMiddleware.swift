@@ -1,0 +1,45 @@
+import Hummingbird
+import Logging
+
+/// Outermost middleware: turns every error into an HTTP answer with a reason (library errors on client
+/// input are 400, anything unexpected 500 without details), and records metrics per route and status.
+public struct RequestObserverMiddleware: RouterMiddleware {
+    let metrics: ServiceMetrics
+    static let routes: Set<String> = [
+        "/config", "/key", "/queries", "/healthz", "/metrics", "/.well-known/private-token-issuer-directory",
+        "/token-key-for-user-token", "/issue",
+    ]
+
+    /// Middleware recording into `metrics`.
+    public init(metrics: ServiceMetrics) {
+        self.metrics = metrics
+    }
+
+    public func handle(_ request: Request, context: LookupRequestContext,
+                       next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let route = Self.routes.contains(request.uri.path) ? request.uri.path : "other"
+        do {
+            let response = try await next(request, context)
+            metrics.recordRequest(route: route, status: Int(response.status.code), duration: ContinuousClock.now - start)
+            return response
+        } catch {
+            let mapped: HTTPError
+            if let lookup = LookupError.from(error) {
+                mapped = lookup.httpError
+            } else if let http = error as? HTTPError {
+                mapped = http
+            } else {
+                context.logger.error("internal error", metadata: ["route": .string(route), "error": .string(String(describing: type(of: error)))])
+                mapped = HTTPError(.internalServerError, message: "Internal error")
+            }
+            if mapped.status.code < 500 {
+                context.logger.info("refused request", metadata: ["route": .string(route), "status": .stringConvertible(mapped.status.code),
+                                                                  "reason": .string(mapped.body ?? "")])
+                metrics.recordRejection(reason: String(mapped.status.code))
+            }
+            metrics.recordRequest(route: route, status: Int(mapped.status.code), duration: ContinuousClock.now - start)
+            throw mapped
+        }
+    }
+}

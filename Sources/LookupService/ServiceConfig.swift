@@ -1,0 +1,130 @@
+import Foundation
+
+/// The service configuration file (JSON). It reads the reference service's format (SPEC-PIR §7.9) as is:
+/// `{"users": [{"tier", "tokens"}], "usecases": [{"name", "fileStem", "shardCount", "versionCount"}]}`, plus
+/// CallVeil's optional settings. Relative paths are resolved against the file's directory.
+public struct ServiceConfig: Codable, Sendable, Equatable {
+    /// A user tier and the user tokens (standard base64 strings) that belong to it.
+    public struct UserTier: Codable, Sendable, Equatable {
+        /// Tier name, e.g. `tier1`.
+        public var tier: String
+        /// User tokens of the tier, compared verbatim with the `Bearer` value.
+        public var tokens: [String]
+
+        /// A tier.
+        public init(tier: String, tokens: [String]) {
+            self.tier = tier
+            self.tokens = tokens
+        }
+    }
+
+    /// A use case: its name and where its processed shards are.
+    public struct UseCase: Codable, Sendable, Equatable {
+        /// Use-case name devices ask for, e.g. `net.example.lookup.block`.
+        public var name: String
+        /// Path stem of the shard files: `<fileStem>-<i>.params.txtpb` (or `.binpb`) with `<fileStem>-<i>.cvshard`
+        /// (CallVeil) or `<fileStem>-<i>.bin` (the reference's format).
+        public var fileStem: String
+        /// Number of shards; when absent, consecutive shard files from 0 are counted.
+        public var shardCount: Int?
+        /// Config versions kept for queries built against older configs (default 2; 0 removes the use case).
+        public var versionCount: Int?
+
+        /// A use case.
+        public init(name: String, fileStem: String, shardCount: Int? = nil, versionCount: Int? = nil) {
+            self.name = name
+            self.fileStem = fileStem
+            self.shardCount = shardCount
+            self.versionCount = versionCount
+        }
+    }
+
+    /// Where and how evaluation keys are kept.
+    public struct Keys: Codable, Sendable, Equatable {
+        /// SQLite database file (default `keys.sqlite` next to the config).
+        public var database: String?
+        /// Keys older than this many seconds (since upload) are expired and reported missing (default 30 days).
+        public var maxAgeSeconds: Int?
+        /// Largest accepted serialized evaluation key, in bytes (default 8 MiB).
+        public var maxKeyBytes: Int?
+        /// Memory for parsed keys kept ready for queries, in MiB (default 512).
+        public var cacheMegabytes: Int?
+
+        /// Key settings.
+        public init(database: String? = nil, maxAgeSeconds: Int? = nil, maxKeyBytes: Int? = nil, cacheMegabytes: Int? = nil) {
+            self.database = database
+            self.maxAgeSeconds = maxAgeSeconds
+            self.maxKeyBytes = maxKeyBytes
+            self.cacheMegabytes = cacheMegabytes
+        }
+    }
+
+    /// Not used by CallVeil; accepted for compatibility with the reference's file.
+    public var issuerRequestUri: String?
+    /// User tiers.
+    public var users: [UserTier]
+    /// Use cases.
+    public var usecases: [UseCase]
+    /// Evaluation-key storage.
+    public var keys: Keys?
+    /// PIR threads per query (default: every core).
+    public var computeThreads: Int?
+    /// Queries computed at the same time (default 2).
+    public var concurrentQueries: Int?
+
+    /// A configuration.
+    public init(users: [UserTier], usecases: [UseCase], keys: Keys? = nil, computeThreads: Int? = nil,
+                concurrentQueries: Int? = nil) {
+        self.users = users
+        self.usecases = usecases
+        self.keys = keys
+        self.computeThreads = computeThreads
+        self.concurrentQueries = concurrentQueries
+    }
+
+    /// Reads and validates a config file; relative paths become absolute against the file's directory.
+    public static func load(path: String) throws -> ServiceConfig {
+        let url = URL(fileURLWithPath: path)
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch { throw ConfigError("cannot read \(path): \(error.localizedDescription)") }
+        var config: ServiceConfig
+        do { config = try JSONDecoder().decode(ServiceConfig.self, from: data) } catch {
+            throw ConfigError("\(path) is not a valid service config: \(error)")
+        }
+        let base = url.deletingLastPathComponent().path
+        func resolve(_ p: String) -> String { p.hasPrefix("/") ? p : base + "/" + p }
+        for i in config.usecases.indices { config.usecases[i].fileStem = resolve(config.usecases[i].fileStem) }
+        var keys = config.keys ?? Keys()
+        keys.database = resolve(keys.database ?? "keys.sqlite")
+        config.keys = keys
+        try config.validate()
+        return config
+    }
+
+    /// Checks names, counts and bounds.
+    public func validate() throws {
+        var names = Set<String>()
+        for u in usecases {
+            guard !u.name.isEmpty, names.insert(u.name).inserted else { throw ConfigError("use case names must be unique and non-empty: \(u.name)") }
+            if let s = u.shardCount, s < 1 || s > 1 << 16 { throw ConfigError("\(u.name): shardCount \(s) out of range") }
+            if let v = u.versionCount, v < 0 || v > 16 { throw ConfigError("\(u.name): versionCount \(v) out of range") }
+        }
+        if let t = computeThreads, t < 1 || t > 1024 { throw ConfigError("computeThreads \(t) out of range") }
+        if let c = concurrentQueries, c < 1 || c > 1024 { throw ConfigError("concurrentQueries \(c) out of range") }
+    }
+
+    /// The tier of each user token; a token listed under several tiers keeps the last.
+    public var tierByToken: [String: String] {
+        var map: [String: String] = [:]
+        for tier in users { for token in tier.tokens { map[token] = tier.tier } }
+        return map
+    }
+}
+
+/// A service configuration that cannot be used.
+public struct ConfigError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong.
+    public let description: String
+    /// An error with a reason.
+    public init(_ description: String) { self.description = description }
+}

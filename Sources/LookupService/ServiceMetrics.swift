@@ -1,0 +1,57 @@
+import CoreMetrics
+import Prometheus
+
+/// The service's metrics (swift-metrics API, exported in Prometheus text format at `GET /metrics`): HTTP
+/// requests and latencies per route and status, PIR compute time per use case, keys stored.
+public final class ServiceMetrics: Sendable {
+    /// The registry `/metrics` renders.
+    public let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let keysStored: CoreMetrics.Gauge
+
+    /// Metrics in a registry of their own (several services in one process do not mix).
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(10),
+        ]
+        self.factory = factory
+        keysStored = CoreMetrics.Gauge(label: "callveil_evaluation_keys_stored", factory: factory)
+    }
+
+    /// Records one HTTP request.
+    public func recordRequest(route: String, status: Int, duration: Duration) {
+        CoreMetrics.Counter(label: "callveil_http_requests_total", dimensions: [("route", route), ("status", String(status))],
+                factory: factory).increment()
+        CoreMetrics.Timer(label: "callveil_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+            .recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// Records the PIR computation of one shard query.
+    public func recordCompute(useCase: String, duration: Duration) {
+        CoreMetrics.Timer(label: "callveil_pir_compute_seconds", dimensions: [("usecase", useCase)], factory: factory)
+            .recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// Records a refused request by reason class (for alerting on bad clients).
+    public func recordRejection(reason: String) {
+        CoreMetrics.Counter(label: "callveil_rejected_requests_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
+    /// Sets the number of stored (unexpired) evaluation keys.
+    public func setKeysStored(_ count: Int) {
+        keysStored.record(count)
+    }
+
+    /// The Prometheus text exposition.
+    public func exposition() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+
+    private static func nanoseconds(_ d: Duration) -> Int64 {
+        let (seconds, attoseconds) = d.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,71 @@
+import BFV
+import Foundation
+import LookupProtocol
+import PIR
+import SwiftProtobuf
+
+/// A use case read from disk: its configuration and each shard's processed database.
+public struct LoadedUseCase: Sendable {
+    /// The version to register.
+    public let version: UseCaseVersion
+    /// Processed database per shard index.
+    public let databases: [ProcessedDatabase]
+}
+
+/// Reads a use case's shard files (CallVeil `.cvshard` or the reference's `.bin`) and parameter files
+/// (`.params.txtpb` or `.params.binpb`), checking that all shards share encryption parameters.
+public enum UseCaseLoader {
+    /// Loads every shard of `useCase`; `progress` is called after each shard with (done, total).
+    public static func load(_ useCase: ServiceConfig.UseCase, progress: (Int, Int) -> Void = { _, _ in }) throws -> LoadedUseCase {
+        let stem = useCase.fileStem
+        let count = try useCase.shardCount ?? countShards(stem: stem)
+        let parameters = try (0..<count).map { try readParameters(stem: stem, shard: $0) }
+        let configuration = try UseCaseConfiguration(shardParameters: parameters)
+        let context = try Context(parameters: configuration.encryption)
+        var databases: [ProcessedDatabase] = []
+        for (index, shard) in configuration.shards.enumerated() {
+            databases.append(try readDatabase(stem: stem, shard: index, parameters: shard, context: context))
+            progress(index + 1, count)
+        }
+        return LoadedUseCase(version: UseCaseVersion(name: useCase.name, configuration: configuration, context: context),
+                             databases: databases)
+    }
+
+    static func countShards(stem: String) throws -> Int {
+        var count = 0
+        while FileManager.default.fileExists(atPath: "\(stem)-\(count).params.txtpb")
+                || FileManager.default.fileExists(atPath: "\(stem)-\(count).params.binpb") {
+            count += 1
+        }
+        guard count > 0 else { throw ConfigError("no shard parameter files \(stem)-0.params.txtpb") }
+        return count
+    }
+
+    static func readParameters(stem: String, shard: Int) throws -> ProtoPirParameters {
+        let text = "\(stem)-\(shard).params.txtpb"
+        let binary = "\(stem)-\(shard).params.binpb"
+        do {
+            if FileManager.default.fileExists(atPath: text) {
+                return try ProtoPirParameters(textFormatString: String(decoding: try Data(contentsOf: URL(fileURLWithPath: text)), as: UTF8.self))
+            }
+            return try ProtoPirParameters(serializedBytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: binary))))
+        } catch {
+            throw ConfigError("cannot read the parameters of shard \(shard) (\(text)): \(error)")
+        }
+    }
+
+    static func readDatabase(stem: String, shard: Int, parameters: MulPirParameters, context: Context) throws -> ProcessedDatabase {
+        let ours = "\(stem)-\(shard).cvshard"
+        let reference = "\(stem)-\(shard).bin"
+        do {
+            if FileManager.default.fileExists(atPath: ours) {
+                let contents = try ShardFile.deserialize([UInt8](try Data(contentsOf: URL(fileURLWithPath: ours))), context: context)
+                return try ProcessedDatabase(parameters: parameters, tables: contents.tables, context: context)
+            }
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: reference)))
+            return try ProcessedDatabase(referenceFormat: bytes, parameters: parameters, context: context)
+        } catch {
+            throw ConfigError("cannot load shard \(shard) (\(ours) or \(reference)): \(error)")
+        }
+    }
+}

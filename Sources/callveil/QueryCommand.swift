@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import LookupClient
+import LookupProtocol
+
+/// `callveil query`: looks numbers up like an iPhone does (config sync, key upload, encrypted queries) and
+/// prints the decrypted block decision and identity.
+struct QueryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "Look phone numbers up on a Live Caller ID Lookup server, as a device does.")
+
+    @Option(help: "Server base URL.")
+    var url: String = "http://127.0.0.1:8080"
+
+    @Option(help: "Phone number (E.164); repeat for several.")
+    var number: [String]
+
+    @Option(help: "Block use case name.")
+    var blockUsecase: String = "net.example.lookup.block"
+
+    @Option(help: "Identity use case name.")
+    var identityUsecase: String = "net.example.lookup.identity"
+
+    @Option(help: "User-Agent header (decides config features).")
+    var userAgent: String = "com.apple.ciphermld/1.0 iOS/18.2 callveil-query"
+
+    @Option(help: "User-Identifier header (default: random per run).")
+    var userIdentifier: String?
+
+    func run() async throws {
+        let device = LookupDevice(http: LookupHTTPClient(baseURL: url), userIdentifier: userIdentifier ?? UUID().uuidString,
+                                  userAgent: userAgent)
+        try await device.syncConfig([blockUsecase, identityUsecase])
+        for raw in number {
+            guard let normalized = IdentityDataset.normalize(raw) else { throw ValidationError("\(raw) is not an E.164 number") }
+            let keyword = Array(normalized.utf8)
+            let block = try await device.lookup(keyword, in: blockUsecase)
+            let identity = try await device.lookup(keyword, in: identityUsecase)
+            print(Self.describe(number: normalized, block: block, identity: identity))
+        }
+    }
+
+    static func describe(number: String, block: [UInt8]?, identity: [UInt8]?) -> String {
+        var lines = ["\(number)"]
+        switch block {
+        case nil: lines.append("  block: not listed")
+        case let value?: lines.append("  block: \(value == [1] ? "BLOCKED" : "not blocked") (value \(value.map { String($0) }.joined(separator: ",")))")
+        }
+        if let identity {
+            if let decoded = try? CallIdentity(serializedBytes: identity) {
+                let category: String
+                switch decoded.category {
+                case .person: category = "person"
+                case .business: category = "business"
+                default: category = "unspecified"
+                }
+                lines.append("  identity: name \"\(decoded.name)\", category \(category), cache expiry \(decoded.cacheExpiryMinutes) min"
+                             + (decoded.hasIcon ? ", icon \(decoded.icon.image.count) bytes" : ""))
+            } else {
+                lines.append("  identity: \(identity.count) bytes that are not a CallIdentity")
+            }
+        } else {
+            lines.append("  identity: none")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
