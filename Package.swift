@@ -116,6 +116,8 @@ let package = Package(
             name: "LookupServiceTests",
             dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient", "ConformanceSupport",
                            .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .testTarget(

@@ -116,13 +116,20 @@ public actor LookupDevice {
 
     /// Looks `keyword` up in a use case: the value, or nil when absent. Syncs config and key first if needed.
     public func lookup(_ keyword: [UInt8], in name: String) async throws -> [UInt8]? {
+        let request = try await queryRequest(keyword, in: name)
+        let answer = try await post("/queries", body: try request.serializedBytes())
+        return try decode(answer, keyword: keyword, in: name)
+    }
+
+    /// The `/queries` body for `keyword` (one `Request`), syncing config and key first if needed.
+    public func queryRequest(_ keyword: [UInt8], in name: String) async throws -> ProtoRequests {
         if useCases[name] == nil { try await syncConfig([name]) }
         guard let state = useCases[name] else { throw LookupClientError.unknownUseCase(name) }
         guard let key = keys[state.keyConfigHash] else {
             throw LookupClientError.protocolViolation("the server sent no key status for \(name)'s key config")
         }
         let (shard, query) = try state.client.generateQuery(keyword: keyword, secretKey: key.secretKey)
-        let request = ProtoRequests.with {
+        return ProtoRequests.with {
             $0.requests = [.with {
                 $0.usecase = name
                 $0.pirRequest = .with {
@@ -136,12 +143,22 @@ public actor LookupDevice {
                 }
             }]
         }
-        let answer = try ProtoResponses(serializedBytes: try await post("/queries", body: try request.serializedBytes()))
-        guard answer.responses.count == 1, case .pirResponse(let response)? = answer.responses[0].response else {
+    }
+
+    /// Decrypts a `/queries` answer for `keyword`: the value, or nil when absent.
+    public func decode(_ answer: [UInt8], keyword: [UInt8], in name: String) throws -> [UInt8]? {
+        guard let state = useCases[name], let key = keys[state.keyConfigHash] else { throw LookupClientError.unknownUseCase(name) }
+        let responses = try ProtoResponses(serializedBytes: answer)
+        guard responses.responses.count == 1, case .pirResponse(let response)? = responses.responses[0].response else {
             throw LookupClientError.protocolViolation("expected one PIR response")
         }
         let replies = try response.native(context: state.client.context)
         return try state.client.decrypt(replies: replies, keyword: keyword, secretKey: key.secretKey)
+    }
+
+    /// The device's key timestamp for a use case's key config.
+    public func keyTimestamp(_ name: String) -> UInt64? {
+        useCases[name].flatMap { keys[$0.keyConfigHash]?.timestamp }
     }
 
     /// Forgets the secret keys, as a device does when it rotates them (the next sync uploads new ones).
