@@ -131,6 +131,25 @@ public enum IdentityDataset {
         return (records, problems)
     }
 
+    /// Attaches `<directory>/<number>.heic` icons; icons over `maxIconBytes` are reported and not attached.
+    public static func attachIcons(_ records: inout [IdentityRecord], directory: String) -> [DatasetProblem] {
+        var problems: [DatasetProblem] = []
+        for i in records.indices {
+            let path = "\(directory)/\(records[i].number).heic"
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                problems.append(DatasetProblem(line: nil, "\(path): cannot read the icon"))
+                continue
+            }
+            if data.count > maxIconBytes {
+                problems.append(DatasetProblem(line: nil, "\(path): icon of \(data.count) bytes exceeds \(maxIconBytes)"))
+            } else {
+                records[i].icon = [UInt8](data)
+            }
+        }
+        return problems
+    }
+
     /// Reports numbers that occur more than once (after normalization).
     public static func duplicates(_ records: [IdentityRecord]) -> [DatasetProblem] {
         var seen: [String: Int] = [:]

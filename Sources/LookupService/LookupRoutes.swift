@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LookupProtocol
+import NIOCore
 import SwiftProtobuf
 
 /// The HTTP routes: the PIR endpoints behind their middleware chain (Privacy Pass → User-Identifier →
@@ -48,7 +49,14 @@ public enum LookupRoutes {
     }
 
     static func decode<M: Message>(_ type: M.Type, _ request: Request, _ context: LookupRequestContext) async throws -> M {
-        let buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        let limit = context.maxUploadSize
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            throw LookupError(.contentTooLarge, "Request body of \(length) bytes exceeds \(limit) bytes")
+        }
+        let buffer: ByteBuffer
+        do { buffer = try await request.body.collect(upTo: limit) } catch is NIOTooManyBytesError {
+            throw LookupError(.contentTooLarge, "Request body exceeds \(limit) bytes")
+        }
         do {
             return try M(serializedBytes: Array(buffer.readableBytesView))
         } catch {

@@ -36,18 +36,7 @@ struct BuildDatabaseCommand: ParsableCommand {
             var seen = Set<String>()
             records = records.filter { seen.insert($0.number).inserted }
         }
-        if let icons {
-            for i in records.indices {
-                let path = "\(icons)/\(records[i].number).heic"
-                guard FileManager.default.fileExists(atPath: path) else { continue }
-                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-                if bytes.count > IdentityDataset.maxIconBytes {
-                    problems.append(DatasetProblem(line: nil, "\(path): icon of \(bytes.count) bytes exceeds \(IdentityDataset.maxIconBytes)"))
-                } else {
-                    records[i].icon = bytes
-                }
-            }
-        }
+        if let icons { problems += IdentityDataset.attachIcons(&records, directory: icons) }
         for problem in problems { writeStderr("\(input): \(problem)\n") }
         if !problems.isEmpty && !skipInvalid {
             throw ValidationError("\(problems.count) problem(s) in \(input); fix them or pass --skip-invalid")
