@@ -58,9 +58,13 @@ let package = Package(
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["proto"],
             swiftSettings: strict),
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "LookupService",
-            dependencies: ["BFV", "PIR", "LookupProtocol",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "CZlib",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOCore", package: "swift-nio"),

@@ -20,6 +20,14 @@ public struct LookupHTTPClient: Sendable {
     /// One HTTP exchange: status and body.
     public func send(method: HTTPMethod = .POST, path: String, headers: [(String, String)], body: [UInt8]?) async throws
         -> (status: Int, body: [UInt8]) {
+        let answer = try await exchange(method: method, path: path, headers: headers, body: body)
+        return (answer.status, answer.body)
+    }
+
+    /// One HTTP exchange with the response headers. Bodies the server gzip-encodes arrive decoded (the client
+    /// sends `Accept-Encoding: deflate, gzip`, as devices do); `Content-Encoding` still tells.
+    public func exchange(method: HTTPMethod = .POST, path: String, headers: [(String, String)], body: [UInt8]?) async throws
+        -> (status: Int, headers: [(String, String)], body: [UInt8]) {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -29,6 +37,6 @@ public struct LookupHTTPClient: Sendable {
         }
         let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let buffer = try await response.body.collect(upTo: maxResponseBytes)
-        return (Int(response.status.code), Array(buffer.readableBytesView))
+        return (Int(response.status.code), response.headers.map { ($0.name, $0.value) }, Array(buffer.readableBytesView))
     }
 }

@@ -5,7 +5,7 @@ import NIOCore
 import SwiftProtobuf
 
 /// The HTTP routes: the PIR endpoints behind their middleware chain (Privacy Pass → User-Identifier →
-/// User-Agent, SPEC-PIR §7.3), and the operational endpoints `/healthz` and `/metrics`.
+/// User-Agent, SPEC-PIR §7.3; `/config` gzip-encoded when accepted), and the operational endpoints `/healthz` and `/metrics`.
 public enum LookupRoutes {
     /// Adds every route to `router`; `verifier` nil leaves the PIR endpoints unauthenticated.
     public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, registry: UseCaseRegistry,
@@ -29,7 +29,7 @@ public enum LookupRoutes {
         pir.post("/config") { request, context -> Response in
             let message = try await decode(ProtoConfigRequest.self, request, context)
             let answer = try await api.config(message, user: try user(context), features: context.features)
-            return try protobufResponse(answer)
+            return try protobufResponse(answer, gzip: acceptsGzip(request))
         }
         pir.post("/key") { request, context -> Response in
             let message = try await decode(ProtoEvaluationKeys.self, request, context)
@@ -64,9 +64,23 @@ public enum LookupRoutes {
         }
     }
 
-    static func protobufResponse(_ message: some Message) throws -> Response {
+    static func protobufResponse(_ message: some Message, gzip: Bool = false) throws -> Response {
         let bytes: [UInt8] = try message.serializedBytes()
-        return Response(status: .ok, headers: [.contentType: "application/octet-stream"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        var headers: HTTPFields = [.contentType: "application/octet-stream"]
+        var body = bytes
+        if gzip {
+            body = try Gzip.compress(bytes)
+            headers[.contentEncoding] = "gzip"
+        }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// Whether `Accept-Encoding` lists gzip (without `q=0`).
+    static func acceptsGzip(_ request: Request) -> Bool {
+        guard let value = request.headers[.acceptEncoding] else { return false }
+        return value.split(separator: ",").contains { item in
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            return parts.first?.lowercased() == "gzip" && !parts.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "") == "q=0" }
+        }
     }
 }

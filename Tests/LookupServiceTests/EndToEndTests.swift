@@ -40,6 +40,12 @@ struct EndToEndTests {
         for name in [DemoDataset.block, DemoDataset.identity] {
             #expect(try response.configs[name]?.serializedBytes() == [0x20, 0x01], "\(name): reuse flag only")
         }
+        // /config is gzip-encoded when the client accepts it (async-http-client sends `Accept-Encoding: deflate,
+        // gzip` like a device and decodes the body); /queries answers are incompressible and sent as they are.
+        let headers = [("User-Identifier", await device.userIdentifier), ("User-Agent", await device.userAgent)]
+        let gz = try await server.http.exchange(path: "/config", headers: headers, body: try request.serializedBytes())
+        #expect(gz.status == 200 && gz.headers.contains { $0.0.lowercased() == "content-encoding" && $0.1 == "gzip" })
+        #expect(try ProtoConfigResponse(serializedBytes: gz.body) == response)
         let timestamps = Set(response.keyInfo.map(\.timestamp))
         #expect(timestamps == Set([await device.keyTimestamp(DemoDataset.block)!, await device.keyTimestamp(DemoDataset.identity)!]))
         print("checked 8 numbers on both use cases (\(checked.blocked) blocked, \(checked.named) named, \(checked.unnamed) without identity), 1 absent, config reuse")

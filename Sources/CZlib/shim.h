@@ -1,0 +1,2 @@
+// zlib from Debian's zlib1g-dev, for gzip-encoding /config responses.
+#include <zlib.h>
