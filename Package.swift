@@ -5,6 +5,7 @@
 //   BFV            modular arithmetic, RNS polynomials, NTT, the BFV scheme, byte serialization
 //   PIR            keyword hashing, cuckoo tables, database encoding, MulPIR server core and client
 //   LookupProtocol protobuf messages of the wire protocol and conversions to engine types
+//   PrivacyPass    Privacy Pass token type 2 (blind RSA): token keys, requests, issuance, tokens, verification
 //   LookupService  the Live Caller ID Lookup HTTP service: use cases, evaluation-key store, query execution
 //   LookupClient   a device-like client over HTTP (config sync, key upload, queries), for tools and tests
 //   callveil       the command-line executable (serve, build-db, process-db, query)
@@ -25,6 +26,7 @@ let package = Package(
         .library(name: "BFV", targets: ["BFV"]),
         .library(name: "PIR", targets: ["PIR"]),
         .library(name: "LookupProtocol", targets: ["LookupProtocol"]),
+        .library(name: "PrivacyPass", targets: ["PrivacyPass"]),
         .library(name: "LookupService", targets: ["LookupService"]),
         .library(name: "LookupClient", targets: ["LookupClient"]),
         .executable(name: "callveil", targets: ["callveil"]),
@@ -58,13 +60,18 @@ let package = Package(
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["proto"],
             swiftSettings: strict),
+        .target(
+            name: "PrivacyPass",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict),
         .systemLibrary(
             name: "CZlib",
             path: "Sources/CZlib",
             providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "LookupService",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "CZlib",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass", "CZlib",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOCore", package: "swift-nio"),
@@ -79,7 +86,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LookupClient",
-            dependencies: ["BFV", "PIR", "LookupProtocol",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -124,6 +131,10 @@ let package = Package(
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                            .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "PrivacyPassTests",
+            dependencies: ["PrivacyPass", "ConformanceSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(
             name: "LookupProtocolTests",

@@ -26,9 +26,9 @@ cat <<MSG
 CallVeil demo: $count identities, serving on http://127.0.0.1:$port (Ctrl-C stops; SIGHUP reloads).
 In another terminal, look numbers up like an iPhone does:
 
-  $bin query --url http://127.0.0.1:$port --number ${samples[0]}    # blocked, with a name
-  $bin query --url http://127.0.0.1:$port --number ${samples[1]}    # a business
-  $bin query --url http://127.0.0.1:$port --number ${samples[3]}    # not in the database
+  $bin query --url http://127.0.0.1:$port --user-token AAAA --number ${samples[0]}    # blocked, with a name
+  $bin query --url http://127.0.0.1:$port --user-token AAAA --number ${samples[1]}    # a business
+  $bin query --url http://127.0.0.1:$port --user-token AAAA --number ${samples[3]}    # not in the database
 
 Metrics: curl http://127.0.0.1:$port/metrics    Health: curl http://127.0.0.1:$port/healthz
 

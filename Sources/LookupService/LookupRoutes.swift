@@ -66,7 +66,7 @@ public enum LookupRoutes {
 
     static func protobufResponse(_ message: some Message, gzip: Bool = false) throws -> Response {
         let bytes: [UInt8] = try message.serializedBytes()
-        var headers: HTTPFields = [.contentType: "application/octet-stream"]
+        var headers = HTTPFields()  // the reference sends protobuf answers without Content-Type
         var body = bytes
         if gzip {
             body = try Gzip.compress(bytes)

@@ -23,6 +23,10 @@ public actor LookupServer {
     public nonisolated let api: LookupAPI
     /// The user token → tier map of the current config (read by the token issuer).
     public nonisolated let tiers: Mutex<[String: String]>
+    /// Privacy Pass issuer keys, when authentication is on.
+    public nonisolated let issuerKeys: IssuerKeyRing?
+    /// Spent token nonces, when authentication is on.
+    public nonisolated let nonces: (any NonceStore)?
     private let logger: Logger
 
     /// Reads the config, opens the key store and loads every use case. `executor` nil runs queries in-process.
@@ -48,6 +52,19 @@ public actor LookupServer {
                              limits: limits, metrics: metrics, logger: logger)
         self.tiers = Mutex(config.tierByToken)
         self.logger = logger
+        let privacyPass = config.privacyPass ?? .init()
+        if privacyPass.enabled ?? true {
+            let ring = try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys",
+                                         lifetime: TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400),
+                                         overlap: TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400))
+            try ring.ensure(tiers: config.users.map(\.tier))
+            issuerKeys = ring
+            nonces = try SQLiteNonceStore(path: privacyPass.nonceDatabase ?? "nonces.sqlite")
+        } else {
+            logger.warning("Privacy Pass is disabled: the PIR endpoints accept requests without tokens")
+            issuerKeys = nil
+            nonces = nil
+        }
         _ = try await apply(config, failFast: true)
         metrics.setKeysStored(try await store.count())
     }
@@ -62,6 +79,7 @@ public actor LookupServer {
 
     private func apply(_ config: ServiceConfig, failFast: Bool) async throws -> [String] {
         tiers.withLock { $0 = config.tierByToken }
+        try issuerKeys?.ensure(tiers: config.users.map(\.tier))
         var failed: [String] = []
         let wanted = Set(config.usecases.map(\.name))
         for name in registry.names where !wanted.contains(name) {
@@ -103,29 +121,43 @@ public actor LookupServer {
         return failed
     }
 
-    /// Deletes expired keys and updates the gauge.
-    public func purgeExpiredKeys() async throws -> Int {
+    /// Deletes expired evaluation keys, rotates issuer keys that are due, forgets the nonces of retired issuer
+    /// keys, and updates the gauge. Returns the number of evaluation keys deleted.
+    public func maintain() async throws -> Int {
         let purged = try await keyStore.purgeExpired()
         metrics.setKeysStored(try await keyStore.count())
+        if let issuerKeys, let nonces {
+            let tiers = Set(self.tiers.withLock { $0.values })
+            if try issuerKeys.ensure(tiers: Array(tiers)) { logger.info("issuer keys rotated") }
+            _ = try await nonces.forget(keyIDsNotIn: issuerKeys.liveKeyIDs)
+        }
         return purged
     }
 
+    /// The Privacy Pass verifier of the PIR endpoints, when authentication is on.
+    public nonisolated var verifier: PrivacyPassVerifier? {
+        guard let issuerKeys, let nonces else { return nil }
+        return PrivacyPassVerifier(keys: issuerKeys, nonces: nonces)
+    }
+
     /// The router with every route of the service.
-    public nonisolated func makeRouter(verifier: (any PrivateTokenVerifier)? = nil) -> Router<LookupRequestContext> {
+    public nonisolated func makeRouter() -> Router<LookupRequestContext> {
         let router = Router(context: LookupRequestContext.self)
         LookupRoutes.add(to: router, api: api, registry: registry, metrics: metrics, verifier: verifier)
+        if let issuerKeys {
+            PrivacyPassRoutes.add(to: router, keys: issuerKeys) { [self] token in self.tiers.withLock { $0[token] } }
+        }
         return router
     }
 
     /// The HTTP application on `host:port` with the background services (key expiry, reload on SIGHUP when
     /// `reloadOnSIGHUP`); `onServerRunning` receives the bound port.
-    public nonisolated func makeApplication(host: String, port: Int, verifier: (any PrivateTokenVerifier)? = nil,
-                                            reloadOnSIGHUP: Bool = false,
+    public nonisolated func makeApplication(host: String, port: Int, reloadOnSIGHUP: Bool = false,
                                             onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         -> some ApplicationProtocol {
-        var services: [any Service] = [KeyExpiryService(server: self, logger: logger)]
+        var services: [any Service] = [MaintenanceService(server: self, logger: logger)]
         if reloadOnSIGHUP { services.append(ReloadOnSignalService(server: self, logger: logger)) }
-        return Application(router: makeRouter(verifier: verifier),
+        return Application(router: makeRouter(),
                            configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil"),
                            services: services,
                            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

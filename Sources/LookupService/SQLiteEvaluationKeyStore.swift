@@ -10,29 +10,23 @@ public final class SQLiteEvaluationKeyStore: EvaluationKeyStore {
 
     /// Opens (creating if needed) the store at `path`.
     public init(path: String, maxAge: TimeInterval = 30 * 24 * 3600, clock: @escaping @Sendable () -> Date = { Date() }) throws {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        if !FileManager.default.fileExists(atPath: path) {
-            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-        }
-        pool = try DatabasePool(path: path)
         self.maxAge = maxAge
         self.clock = clock
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE evaluation_keys (
-                    user TEXT NOT NULL,
-                    identifier BLOB NOT NULL,
-                    timestamp INTEGER NOT NULL,
-                    uploaded_at REAL NOT NULL,
-                    key BLOB NOT NULL,
-                    PRIMARY KEY (user, identifier)
-                );
-                CREATE INDEX evaluation_keys_uploaded_at ON evaluation_keys (uploaded_at);
-                """)
+        pool = try SQLiteFile.open(path: path) { migrator in
+            migrator.registerMigration("v1") { db in
+                try db.execute(sql: """
+                    CREATE TABLE evaluation_keys (
+                        user TEXT NOT NULL,
+                        identifier BLOB NOT NULL,
+                        timestamp INTEGER NOT NULL,
+                        uploaded_at REAL NOT NULL,
+                        key BLOB NOT NULL,
+                        PRIMARY KEY (user, identifier)
+                    );
+                    CREATE INDEX evaluation_keys_uploaded_at ON evaluation_keys (uploaded_at);
+                    """)
+            }
         }
-        try migrator.migrate(pool)
     }
 
     private var cutoff: Double { clock().timeIntervalSince1970 - maxAge }

@@ -59,6 +59,30 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
     }
 
+    /// Privacy Pass authentication of the PIR endpoints and token issuance.
+    public struct PrivacyPass: Codable, Sendable, Equatable {
+        /// Whether PIR requests need a token (default true).
+        public var enabled: Bool?
+        /// Directory of the issuer keys (default `issuer-keys` next to the config).
+        public var keyDirectory: String?
+        /// SQLite file of spent nonces (default `nonces.sqlite` next to the config).
+        public var nonceDatabase: String?
+        /// Validity of each issuer key (default 30 days).
+        public var keyLifetimeSeconds: Int?
+        /// How long a successor key is published before it issues, and the old key accepted after (default 2 days).
+        public var keyOverlapSeconds: Int?
+
+        /// Settings.
+        public init(enabled: Bool? = nil, keyDirectory: String? = nil, nonceDatabase: String? = nil,
+                    keyLifetimeSeconds: Int? = nil, keyOverlapSeconds: Int? = nil) {
+            self.enabled = enabled
+            self.keyDirectory = keyDirectory
+            self.nonceDatabase = nonceDatabase
+            self.keyLifetimeSeconds = keyLifetimeSeconds
+            self.keyOverlapSeconds = keyOverlapSeconds
+        }
+    }
+
     /// Not used by CallVeil; accepted for compatibility with the reference's file.
     public var issuerRequestUri: String?
     /// User tiers.
@@ -67,17 +91,20 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
     public var usecases: [UseCase]
     /// Evaluation-key storage.
     public var keys: Keys?
+    /// Privacy Pass settings.
+    public var privacyPass: PrivacyPass?
     /// PIR threads per query (default: every core).
     public var computeThreads: Int?
     /// Queries computed at the same time (default 2).
     public var concurrentQueries: Int?
 
     /// A configuration.
-    public init(users: [UserTier], usecases: [UseCase], keys: Keys? = nil, computeThreads: Int? = nil,
-                concurrentQueries: Int? = nil) {
+    public init(users: [UserTier], usecases: [UseCase], keys: Keys? = nil, privacyPass: PrivacyPass? = nil,
+                computeThreads: Int? = nil, concurrentQueries: Int? = nil) {
         self.users = users
         self.usecases = usecases
         self.keys = keys
+        self.privacyPass = privacyPass
         self.computeThreads = computeThreads
         self.concurrentQueries = concurrentQueries
     }
@@ -97,6 +124,10 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         var keys = config.keys ?? Keys()
         keys.database = resolve(keys.database ?? "keys.sqlite")
         config.keys = keys
+        var privacyPass = config.privacyPass ?? PrivacyPass()
+        privacyPass.keyDirectory = resolve(privacyPass.keyDirectory ?? "issuer-keys")
+        privacyPass.nonceDatabase = resolve(privacyPass.nonceDatabase ?? "nonces.sqlite")
+        config.privacyPass = privacyPass
         try config.validate()
         return config
     }

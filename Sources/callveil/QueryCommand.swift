@@ -3,8 +3,8 @@ import Foundation
 import LookupClient
 import LookupProtocol
 
-/// `callveil query`: looks numbers up like an iPhone does (config sync, key upload, encrypted queries) and
-/// prints the decrypted block decision and identity.
+/// `callveil query`: looks numbers up like an iPhone does (Privacy Pass tokens, config sync, key upload,
+/// encrypted queries) and prints the decrypted block decision and identity.
 struct QueryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "query",
@@ -28,9 +28,18 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(help: "User-Identifier header (default: random per run).")
     var userIdentifier: String?
 
+    @Option(help: "The app's user token for Privacy Pass issuance (Bearer); without it no tokens are sent.")
+    var userToken: String?
+
+    @Option(help: "Token issuer base URL (default: the server URL).")
+    var issuerUrl: String?
+
     func run() async throws {
+        let authorization: any AuthorizationProvider = userToken.map {
+            PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: issuerUrl ?? url), userToken: $0)
+        } ?? NoAuthorization()
         let device = LookupDevice(http: LookupHTTPClient(baseURL: url), userIdentifier: userIdentifier ?? UUID().uuidString,
-                                  userAgent: userAgent)
+                                  userAgent: userAgent, authorization: authorization)
         try await device.syncConfig([blockUsecase, identityUsecase])
         for raw in number {
             guard let normalized = IdentityDataset.normalize(raw) else { throw ValidationError("\(raw) is not an E.164 number") }

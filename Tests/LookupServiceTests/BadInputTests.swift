@@ -23,7 +23,7 @@ struct BadInputTests {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: 120)
         let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases))
-        let device = LookupDevice(http: server.http)
+        let device = server.device()
         let number = Array(data.records[0].number.utf8)
         let good = try await device.queryRequest(number, in: DemoDataset.block)
         let headers = [("User-Identifier", await device.userIdentifier), ("User-Agent", await device.userAgent)]

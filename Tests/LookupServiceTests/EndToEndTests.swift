@@ -12,7 +12,7 @@ struct EndToEndTests {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory)
         let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases))
-        let device = LookupDevice(http: server.http)
+        let device = server.device()
         try await device.syncConfig([DemoDataset.block, DemoDataset.identity])
         var checked = (blocked: 0, named: 0, unnamed: 0)
         for record in data.records.prefix(8) {
@@ -42,7 +42,8 @@ struct EndToEndTests {
         }
         // /config is gzip-encoded when the client accepts it (async-http-client sends `Accept-Encoding: deflate,
         // gzip` like a device and decodes the body); /queries answers are incompressible and sent as they are.
-        let headers = [("User-Identifier", await device.userIdentifier), ("User-Agent", await device.userAgent)]
+        let headers = [("User-Identifier", await device.userIdentifier), ("User-Agent", await device.userAgent),
+                       ("Authorization", try #require(try await server.tokens?.authorization()))]
         let gz = try await server.http.exchange(path: "/config", headers: headers, body: try request.serializedBytes())
         #expect(gz.status == 200 && gz.headers.contains { $0.0.lowercased() == "content-encoding" && $0.1 == "gzip" })
         #expect(try ProtoConfigResponse(serializedBytes: gz.body) == response)
@@ -57,7 +58,7 @@ struct EndToEndTests {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, versionCount: 1)
         let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases))
-        let device = LookupDevice(http: server.http)
+        let device = server.device()
         let number = Array(data.records[1].number.utf8)
         #expect(try await device.lookup(number, in: DemoDataset.identity) != nil)
         // New data with another shard count: a new config id; with versionCount 1 the old one is dropped.
@@ -81,7 +82,7 @@ struct EndToEndTests {
         let data = try DemoDataset.make(in: directory)
         let config = try writeServiceConfig(in: directory, usecases: data.useCases)
         let first = try await TestServer.start(configPath: config)
-        let device = LookupDevice(http: first.http)
+        let device = first.device()
         let number = Array(data.records[0].number.utf8)
         #expect(try await device.lookup(number, in: DemoDataset.block) == [1])
         let timestamp = try #require(await device.keyTimestamp(DemoDataset.block))
@@ -107,7 +108,7 @@ struct EndToEndTests {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory)
         let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases))
-        let device = LookupDevice(http: server.http)
+        let device = server.device()
         try await device.syncConfig([DemoDataset.block])
         let numbers = data.records.prefix(4).map { Array($0.number.utf8) }
         try await withThrowingTaskGroup(of: Void.self) { group in

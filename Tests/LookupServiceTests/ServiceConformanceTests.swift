@@ -62,7 +62,10 @@ struct ServiceConformanceTests {
     @Test("Replaying every recorded /config, /key and /queries request gets the reference's answers")
     func replay() async throws {
         let directory = try temporaryDirectory()
-        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: Self.useCases()))
+        // The recorded tokens were issued by the reference's (unavailable) keys: authentication is off here and
+        // tested with our own issuer elsewhere.
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: Self.useCases(),
+                                                                                   privacyPass: false))
         defer { Task { await server.stop() } }
         let manifest = try Self.manifest()
         let sessions = manifest["sessions"] as! [String: Any]

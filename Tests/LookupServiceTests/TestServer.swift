@@ -11,6 +11,8 @@ struct TestServer {
     let url: String
     let group: ServiceGroup
     let task: Task<Void, any Error>
+    /// Fetches real Privacy Pass tokens (user token `AAAA`, tier1) when the server requires them.
+    let tokens: PrivacyPassAuthorization?
 
     static var logger: Logger {
         var logger = Logger(label: "callveil-test")
@@ -19,15 +21,17 @@ struct TestServer {
     }
 
     /// Starts a service from a config file on an ephemeral port.
-    static func start(configPath: String, verifier: (any PrivateTokenVerifier)? = nil) async throws -> TestServer {
+    static func start(configPath: String) async throws -> TestServer {
         let server = try await LookupServer(configPath: configPath, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = server.makeApplication(host: "127.0.0.1", port: 0, verifier: verifier) { port in continuation.yield(port) }
+        let app = server.makeApplication(host: "127.0.0.1", port: 0) { port in continuation.yield(port) }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
-        return TestServer(server: server, url: "http://127.0.0.1:\(port)", group: group, task: task)
+        let url = "http://127.0.0.1:\(port)"
+        let tokens = server.issuerKeys == nil ? nil : PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: url), userToken: "AAAA")
+        return TestServer(server: server, url: url, group: group, task: task, tokens: tokens)
     }
 
     /// Stops the server and waits for it.
@@ -39,9 +43,18 @@ struct TestServer {
     /// An HTTP client for this server.
     var http: LookupHTTPClient { LookupHTTPClient(baseURL: url) }
 
-    /// Raw POST with explicit headers.
-    func post(_ path: String, body: [UInt8], headers: [(String, String)]) async throws -> (status: Int, body: [UInt8]) {
-        try await http.send(path: path, headers: headers, body: body)
+    /// Raw POST with explicit headers, plus a fresh token when the server requires one and `token` is true.
+    func post(_ path: String, body: [UInt8], headers: [(String, String)], token: Bool = true) async throws -> (status: Int, body: [UInt8]) {
+        var headers = headers
+        if token, let tokens, let value = try await tokens.authorization() { headers.append(("Authorization", value)) }
+        return try await http.send(path: path, headers: headers, body: body)
+    }
+
+    /// A device-like client of this server with its own tokens.
+    func device(userIdentifier: String = UUID().uuidString) -> LookupDevice {
+        let auth: any AuthorizationProvider = server.issuerKeys == nil ? NoAuthorization()
+            : PrivacyPassAuthorization(issuer: http, userToken: "AAAA")
+        return LookupDevice(http: http, userIdentifier: userIdentifier, authorization: auth)
     }
 }
 
@@ -53,10 +66,11 @@ func temporaryDirectory() throws -> String {
 }
 
 /// Writes a service config with the given use cases (absolute file stems) into `directory`; returns its path.
-func writeServiceConfig(in directory: String, usecases: [ServiceConfig.UseCase], keyMaxAge: Int? = nil) throws -> String {
-    let config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"])], usecases: usecases,
-                               keys: .init(database: "\(directory)/keys.sqlite", maxAgeSeconds: keyMaxAge),
-                               computeThreads: 2, concurrentQueries: 2)
+func writeServiceConfig(in directory: String, usecases: [ServiceConfig.UseCase], keyMaxAge: Int? = nil,
+                        privacyPass: Bool = true) throws -> String {
+    let config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"]), .init(tier: "tier2", tokens: ["BBBB"])],
+                               usecases: usecases, keys: .init(database: "\(directory)/keys.sqlite", maxAgeSeconds: keyMaxAge),
+                               privacyPass: .init(enabled: privacyPass), computeThreads: 2, concurrentQueries: 2)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     let path = "\(directory)/service-config.json"

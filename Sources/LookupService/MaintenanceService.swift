@@ -1,8 +1,9 @@
 import Logging
 import ServiceLifecycle
 
-/// Deletes expired evaluation keys every `interval` (they are already reported missing once expired).
-struct KeyExpiryService: Service {
+/// Hourly upkeep: deletes expired evaluation keys (already reported missing once expired), rotates issuer keys
+/// that are due, and forgets the nonces of retired issuer keys.
+struct MaintenanceService: Service {
     let server: LookupServer
     let logger: Logger
     var interval: Duration = .seconds(3600)
@@ -11,10 +12,10 @@ struct KeyExpiryService: Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
-                    let purged = try await server.purgeExpiredKeys()
+                    let purged = try await server.maintain()
                     if purged > 0 { logger.info("expired evaluation keys deleted", metadata: ["count": .stringConvertible(purged)]) }
                 } catch {
-                    logger.error("key expiry failed", metadata: ["error": .string("\(error)")])
+                    logger.error("maintenance failed", metadata: ["error": .string("\(error)")])
                 }
                 do { try await Task.sleep(for: interval) } catch { return }
             }

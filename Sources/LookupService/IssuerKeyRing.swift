@@ -1,0 +1,173 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import PrivacyPass
+import Synchronization
+
+/// The Privacy Pass issuer keys, one active key per user tier, persistent and rotated.
+///
+/// Each key is valid on `[notBefore, notAfter)`. A successor is generated `overlap` before the newest key's
+/// `notAfter` minus `overlap`, with `notBefore = old.notAfter − overlap`: it is published in the directory (with
+/// `not-before`) from the moment it exists, issues tokens from its `notBefore`, and the old key keeps verifying
+/// until its `notAfter`, so a device's cached tokens (kept at most 24 h) stay valid across a rotation. Keys are PEM
+/// files with mode 0600 in a 0700 directory, listed in `keys.json`; truncated key ids of unexpired keys differ.
+public final class IssuerKeyRing: Sendable {
+    /// One key of the ring.
+    public struct Entry: Sendable {
+        /// The tier it issues for.
+        public let tier: String
+        /// The signer.
+        public let issuer: TokenIssuer
+        /// Start of issuance.
+        public let notBefore: Date
+        /// End of acceptance.
+        public let notAfter: Date
+    }
+
+    struct Record: Codable {
+        var tier: String
+        var file: String
+        var notBefore: Double
+        var notAfter: Double
+    }
+
+    /// The key directory.
+    public let directory: String
+    /// Validity of each key.
+    public let lifetime: TimeInterval
+    /// Publication lead and acceptance grace around a rotation.
+    public let overlap: TimeInterval
+    private let clock: @Sendable () -> Date
+    private let entries = Mutex<[Entry]>([])
+
+    /// Opens the ring in `directory`, loading stored keys; call `ensure(tiers:)` to create missing ones.
+    public init(directory: String, lifetime: TimeInterval = 30 * 86400, overlap: TimeInterval = 2 * 86400,
+                clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        guard lifetime > 2 * overlap, overlap > 0 else { throw ConfigError("issuer key lifetime must exceed twice the overlap") }
+        self.directory = directory
+        self.lifetime = lifetime
+        self.overlap = overlap
+        self.clock = clock
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let manifest = "\(directory)/keys.json"
+        guard FileManager.default.fileExists(atPath: manifest) else { return }
+        let records = try JSONDecoder().decode([Record].self, from: Data(contentsOf: URL(fileURLWithPath: manifest)))
+        let loaded = try records.map { record in
+            let pem = try String(contentsOfFile: "\(directory)/\(record.file)", encoding: .utf8)
+            return Entry(tier: record.tier, issuer: try TokenIssuer(pem: pem), notBefore: Date(timeIntervalSince1970: record.notBefore),
+                         notAfter: Date(timeIntervalSince1970: record.notAfter))
+        }
+        entries.withLock { $0 = loaded }
+    }
+
+    /// Makes sure every tier has an active key and a successor when rotation is due; drops expired keys.
+    /// Returns whether keys were created or dropped.
+    @discardableResult
+    public func ensure(tiers: [String]) throws -> Bool {
+        let now = clock()
+        return try entries.withLock { entries in
+            var changed = false
+            let before = entries.count
+            entries.removeAll { $0.notAfter <= now }
+            changed = entries.count != before
+            for tier in Set(tiers).sorted() {
+                let newest = entries.filter { $0.tier == tier }.max { $0.notBefore < $1.notBefore }
+                let start: Date
+                if let newest {
+                    guard now >= newest.notAfter.addingTimeInterval(-2 * overlap) else { continue }
+                    start = newest.notAfter.addingTimeInterval(-overlap)
+                } else {
+                    start = now
+                }
+                entries.append(Entry(tier: tier, issuer: try Self.generate(avoiding: entries), notBefore: start,
+                                     notAfter: start.addingTimeInterval(lifetime)))
+                changed = true
+            }
+            if changed { try save(entries) }
+            return changed
+        }
+    }
+
+    /// Starts a rotation of `tier` now: a successor is published at once and issues after `overlap`; the
+    /// current key stays accepted `overlap` longer than that.
+    public func rotate(tier: String) throws {
+        let now = clock()
+        try entries.withLock { entries in
+            let start = now.addingTimeInterval(overlap)
+            for i in entries.indices where entries[i].tier == tier && entries[i].notAfter > start.addingTimeInterval(overlap) {
+                let e = entries[i]
+                entries[i] = Entry(tier: e.tier, issuer: e.issuer, notBefore: e.notBefore, notAfter: start.addingTimeInterval(overlap))
+            }
+            entries.append(Entry(tier: tier, issuer: try Self.generate(avoiding: entries), notBefore: start,
+                                 notAfter: start.addingTimeInterval(lifetime)))
+            try save(entries)
+        }
+    }
+
+    /// The key that issues for a tier now: the newest one whose `notBefore` has passed.
+    public func issuer(forTier tier: String) -> TokenIssuer? {
+        let now = clock()
+        return entries.withLock { $0.filter { $0.tier == tier && $0.notBefore <= now && now < $0.notAfter }
+            .max { $0.notBefore < $1.notBefore }?.issuer }
+    }
+
+    /// The accepted key with this key id, and its tier.
+    public func acceptedKey(keyID: [UInt8]) -> (key: TokenKey, tier: String)? {
+        let now = clock()
+        return entries.withLock { entries in
+            entries.first { $0.issuer.tokenKey.keyID == keyID && $0.notBefore <= now && now < $0.notAfter }
+                .map { ($0.issuer.tokenKey, $0.tier) }
+        }
+    }
+
+    /// Keys for the issuer directory: every unexpired key, with `notBefore` for those not issuing yet.
+    public func published() -> [(key: TokenKey, notBefore: Date?)] {
+        let now = clock()
+        return entries.withLock { entries in
+            entries.filter { now < $0.notAfter }.sorted { $0.notBefore < $1.notBefore }
+                .map { ($0.issuer.tokenKey, $0.notBefore > now ? $0.notBefore : nil) }
+        }
+    }
+
+    /// Key ids whose tokens are still accepted or will be (their nonces must be kept).
+    public var liveKeyIDs: [[UInt8]] {
+        let now = clock()
+        return entries.withLock { $0.filter { now < $0.notAfter }.map(\.issuer.tokenKey.keyID) }
+    }
+
+    private static func generate(avoiding entries: [Entry]) throws -> TokenIssuer {
+        let taken = Set(entries.map(\.issuer.tokenKey.truncatedKeyID))
+        for _ in 0..<64 {
+            let issuer = try TokenIssuer.generate()
+            if !taken.contains(issuer.tokenKey.truncatedKeyID) { return issuer }
+        }
+        throw ConfigError("could not find an issuer key with a free truncated key id")
+    }
+
+    private func save(_ entries: [Entry]) throws {
+        var records: [Record] = []
+        for entry in entries {
+            let file = "\(entry.tier)-\(entry.issuer.tokenKey.keyID.prefix(8).map { String(format: "%02x", $0) }.joined()).pem"
+            let path = "\(directory)/\(file)"
+            if !FileManager.default.fileExists(atPath: path) {
+                guard FileManager.default.createFile(atPath: path, contents: Data(entry.issuer.pem.utf8),
+                                                     attributes: [.posixPermissions: 0o600]) else {
+                    throw ConfigError("cannot write issuer key \(path)")
+                }
+            }
+            records.append(Record(tier: entry.tier, file: file, notBefore: entry.notBefore.timeIntervalSince1970,
+                                  notAfter: entry.notAfter.timeIntervalSince1970))
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let temporary = "\(directory)/keys.json.tmp"
+        try encoder.encode(records).write(to: URL(fileURLWithPath: temporary))
+        guard rename(temporary, "\(directory)/keys.json") == 0 else { throw ConfigError("cannot replace \(directory)/keys.json") }
+        let kept = Set(records.map(\.file))
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where file.hasSuffix(".pem") && !kept.contains(file) {
+            try? FileManager.default.removeItem(atPath: "\(directory)/\(file)")
+        }
+    }
+}

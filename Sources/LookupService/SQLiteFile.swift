@@ -1,0 +1,19 @@
+import Foundation
+import GRDB
+
+/// Opens a SQLite database (WAL pool) for user secrets: the file and its directory are created if missing,
+/// the file with owner-only permissions, and the schema is migrated.
+enum SQLiteFile {
+    static func open(path: String, migrations: (inout DatabaseMigrator) -> Void) throws -> DatabasePool {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        let pool = try DatabasePool(path: path)
+        var migrator = DatabaseMigrator()
+        migrations(&migrator)
+        try migrator.migrate(pool)
+        return pool
+    }
+}
