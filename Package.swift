@@ -27,6 +27,8 @@ let package = Package(
         .library(name: "PIR", targets: ["PIR"]),
         .library(name: "LookupProtocol", targets: ["LookupProtocol"]),
         .library(name: "PrivacyPass", targets: ["PrivacyPass"]),
+        .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
+        .library(name: "LZ4", targets: ["LZ4"]),
         .library(name: "LookupService", targets: ["LookupService"]),
         .library(name: "LookupClient", targets: ["LookupClient"]),
         .executable(name: "callveil", targets: ["callveil"]),
@@ -65,6 +67,10 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: strict),
+        .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
+        .systemLibrary(name: "CLZ4", path: "Sources/CLZ4", providers: [.apt(["liblz4-dev"])]),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], swiftSettings: strict),
+        .target(name: "LZ4", dependencies: ["CLZ4"], swiftSettings: strict),
         .systemLibrary(
             name: "CZlib",
             path: "Sources/CZlib",
@@ -131,6 +137,10 @@ let package = Package(
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                            .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "TransportTests",
+            dependencies: ["ZeroMQ", "LZ4"],
             swiftSettings: strict),
         .testTarget(
             name: "PrivacyPassTests",
