@@ -6,6 +6,8 @@
 //   PIR            keyword hashing, cuckoo tables, database encoding, MulPIR server core and client
 //   LookupProtocol protobuf messages of the wire protocol and conversions to engine types
 //   PrivacyPass    Privacy Pass token type 2 (blind RSA): token keys, requests, issuance, tokens, verification
+//   ZeroMQ, LZ4    Swift wrappers over libzmq and liblz4 (system-library targets CZeroMQ, CLZ4)
+//   Cluster        coordinator-worker transport: socket loops, message codec, compact shards, transfer, placement
 //   LookupService  the Live Caller ID Lookup HTTP service: use cases, evaluation-key store, query execution
 //   LookupClient   a device-like client over HTTP (config sync, key upload, queries), for tools and tests
 //   callveil       the command-line executable (serve, build-db, process-db, query)
@@ -29,6 +31,7 @@ let package = Package(
         .library(name: "PrivacyPass", targets: ["PrivacyPass"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "LZ4", targets: ["LZ4"]),
+        .library(name: "Cluster", targets: ["Cluster"]),
         .library(name: "LookupService", targets: ["LookupService"]),
         .library(name: "LookupClient", targets: ["LookupClient"]),
         .executable(name: "callveil", targets: ["callveil"]),
@@ -71,13 +74,19 @@ let package = Package(
         .systemLibrary(name: "CLZ4", path: "Sources/CLZ4", providers: [.apt(["liblz4-dev"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], swiftSettings: strict),
         .target(name: "LZ4", dependencies: ["CLZ4"], swiftSettings: strict),
+        .target(
+            name: "Cluster",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "ZeroMQ", "LZ4",
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: strict),
         .systemLibrary(
             name: "CZlib",
             path: "Sources/CZlib",
             providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "LookupService",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass", "CZlib",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass", "CZlib", "Cluster", "ZeroMQ",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOCore", package: "swift-nio"),
@@ -132,7 +141,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "LookupServiceTests",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient", "ConformanceSupport",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient", "ConformanceSupport", "Cluster", "ZeroMQ",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),

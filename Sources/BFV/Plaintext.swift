@@ -120,6 +120,26 @@ extension Context {
         poly.forwardNTT()
         return try EvalPlaintext(poly: poly)
     }
+
+    /// The plaintext an evaluation plaintext was made from (inverse of `evalPlaintext`): inverse NTT, then the
+    /// centred lift undone from the first modulus. Used to ship processed shards in their compact form.
+    public func plaintext(fromEval eval: EvalPlaintext) throws -> Plaintext {
+        let poly = eval.poly.converted(to: .coeff)
+        let q = poly.context.moduli[0].value
+        let t = plaintextModulus.value
+        let half = (t + 1) / 2
+        var values = [UInt64](repeating: 0, count: degree)
+        for j in 0..<degree {
+            let c = poly.data[j]
+            if c < half {
+                values[j] = c
+            } else {
+                guard c > q - half else { throw HEError.malformedSerialization("evaluation plaintext is not a lifted plaintext") }
+                values[j] = t - (q - c)
+            }
+        }
+        return try encodeCoefficients(values)
+    }
 }
 
 extension Plaintext {

@@ -13,8 +13,9 @@ public final class LocalShardExecutor: ShardExecutor {
     }
 
     private struct Installed: Sendable {
-        let version: UseCaseVersion
-        let shards: ShardSet
+        let context: Context
+        let shardCount: Int
+        var servers: [Int: MulPirServer]
     }
 
     private let installed = Mutex<[VersionID: Installed]>([:])
@@ -36,15 +37,40 @@ public final class LocalShardExecutor: ShardExecutor {
 
     public func install(_ useCase: LoadedUseCase) async throws {
         let version = useCase.version
+        for (index, database) in useCase.databases.enumerated() {
+            try await installShard(useCase: version.name, configID: version.configuration.configID, index: index,
+                                   shardCount: useCase.databases.count, database: database, context: version.context)
+        }
+    }
+
+    /// Makes one shard of a version servable (a cluster worker holds only some shards).
+    public func installShard(useCase: String, configID: [UInt8], index: Int, shardCount: Int, database: ProcessedDatabase,
+                             context: Context) async throws {
         let threads = self.threads
-        let set = try await pool.run {
-            try ShardSet(servers: try useCase.databases.map {
-                try MulPirServer(context: version.context, database: $0, threads: threads)
-            })
+        let server = try await pool.run { try MulPirServer(context: context, database: database, threads: threads) }
+        installed.withLock { all in
+            let id = VersionID(name: useCase, configID: configID)
+            var entry = all[id] ?? Installed(context: context, shardCount: shardCount, servers: [:])
+            entry.servers[index] = server
+            all[id] = entry
         }
-        installed.withLock {
-            $0[VersionID(name: version.name, configID: version.configuration.configID)] = Installed(version: version, shards: set)
+    }
+
+    /// Stops serving one shard.
+    public func dropShard(useCase: String, configID: [UInt8], index: Int) {
+        installed.withLock { all in
+            let id = VersionID(name: useCase, configID: configID)
+            all[id]?.servers.removeValue(forKey: index)
+            if all[id]?.servers.isEmpty == true { all.removeValue(forKey: id) }
         }
+    }
+
+    /// Parses and caches a pushed key so the first query with it does not wait.
+    public func cacheKey(user: String, identifier: [UInt8], timestamp: UInt64, serialized: [UInt8], context: Context) async throws {
+        let key = try await pool.run {
+            try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context)
+        }
+        cache.put(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp), key, bytes: serialized.count * 4)
     }
 
     public func retire(useCase: String, configID: [UInt8]) async {
@@ -55,8 +81,13 @@ public final class LocalShardExecutor: ShardExecutor {
         guard let entry = installed.withLock({ $0[VersionID(name: request.useCase, configID: request.configID)] }) else {
             throw LookupError(.gone, "Configuration id is no longer available")
         }
-        let server = try entry.shards.server(forShard: request.shardIndex)
-        let context = entry.version.context
+        guard request.shardIndex >= 0, request.shardIndex < entry.shardCount else {
+            throw PIRError.shardIndexOutOfRange(index: request.shardIndex, shardCount: entry.shardCount)
+        }
+        guard let server = entry.servers[request.shardIndex] else {
+            throw LookupError(.serviceUnavailable, "Shard \(request.shardIndex) is not held here")
+        }
+        let context = entry.context
         guard request.query.numPirCalls >= 1, request.query.numPirCalls <= 64 else {
             throw LookupError.badRequest("Invalid PIR request: num_pir_calls \(request.query.numPirCalls)")
         }

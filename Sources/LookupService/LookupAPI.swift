@@ -128,6 +128,7 @@ public struct LookupAPI: Sendable {
         for key in accepted {
             try await keyStore.store(key)
             keyCache.invalidate(user: user, identifier: key.identifier)
+            await executor.keyUploaded(key)
         }
         metrics.setKeysStored(try await keyStore.count())
     }

@@ -29,8 +29,10 @@ public actor LookupServer {
     public nonisolated let nonces: (any NonceStore)?
     private let logger: Logger
 
-    /// Reads the config, opens the key store and loads every use case. `executor` nil runs queries in-process.
-    public init(configPath: String, executor: (any ShardExecutor)? = nil, logger: Logger) async throws {
+    /// Reads the config, opens the key store and loads every use case. `makeExecutor` builds the shard executor
+    /// over the key store (a cluster coordinator); nil runs queries in-process.
+    public init(configPath: String, makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)? = nil,
+                logger: Logger) async throws {
         let config = try ServiceConfig.load(path: configPath)
         let keys = config.keys ?? .init()
         let store = try SQLiteEvaluationKeyStore(path: keys.database ?? "keys.sqlite",
@@ -38,8 +40,8 @@ public actor LookupServer {
         let metrics = ServiceMetrics()
         let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
         let pool = ComputePool(width: config.concurrentQueries ?? 2)
-        let executor = executor ?? LocalShardExecutor(keyStore: store, cache: cache, threads: config.computeThreads,
-                                                      concurrentQueries: config.concurrentQueries ?? 2, metrics: metrics)
+        let executor = try makeExecutor?(store) ?? LocalShardExecutor(keyStore: store, cache: cache, threads: config.computeThreads,
+                                                                      concurrentQueries: config.concurrentQueries ?? 2, metrics: metrics)
         var limits = LookupAPI.Limits()
         limits.maxKeyBytes = keys.maxKeyBytes ?? limits.maxKeyBytes
         let registry = UseCaseRegistry()

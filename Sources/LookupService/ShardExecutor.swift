@@ -41,4 +41,11 @@ public protocol ShardExecutor: Sendable {
     func retire(useCase: String, configID: [UInt8]) async
     /// Answers one shard query.
     func execute(_ query: ShardQuery) async throws -> ProtoPIRResponse
+    /// A key was stored (a cluster pushes it to its workers).
+    func keyUploaded(_ key: StoredEvaluationKey) async
+}
+
+extension ShardExecutor {
+    /// Nothing to do where queries find keys in the store directly.
+    public func keyUploaded(_ key: StoredEvaluationKey) async {}
 }

@@ -7,6 +7,12 @@ public struct ZMQError: Error, Sendable, CustomStringConvertible {
     /// What was being done.
     public let operation: String
 
+    /// An error with an errno value.
+    public init(code: Int32, operation: String) {
+        self.code = code
+        self.operation = operation
+    }
+
     /// The error of the last failed call on this thread.
     static func last(_ operation: String) -> ZMQError {
         ZMQError(code: zmq_errno(), operation: operation)

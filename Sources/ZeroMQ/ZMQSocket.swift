@@ -4,7 +4,7 @@ import CZeroMQ
 /// thread, so this type is deliberately not `Sendable`.
 public final class ZMQSocket {
     /// Socket types used by CallVeil.
-    public enum Kind: Int32 {
+    public enum Kind: Int32, Sendable {
         /// Request/reply server side (used by the ZAP handler).
         case rep = 4
         /// Asynchronous client: the worker side.

@@ -21,8 +21,8 @@ struct TestServer {
     }
 
     /// Starts a service from a config file on an ephemeral port.
-    static func start(configPath: String) async throws -> TestServer {
-        let server = try await LookupServer(configPath: configPath, logger: logger)
+    static func start(configPath: String, makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)? = nil) async throws -> TestServer {
+        let server = try await LookupServer(configPath: configPath, makeExecutor: makeExecutor, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.makeApplication(host: "127.0.0.1", port: 0) { port in continuation.yield(port) }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))

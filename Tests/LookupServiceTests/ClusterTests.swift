@@ -1,0 +1,196 @@
+import Cluster
+import Foundation
+import LookupClient
+import LookupProtocol
+import LookupService
+import PIR
+import Synchronization
+import Testing
+import ZeroMQ
+
+/// The cluster: a coordinator routing to workers over ZeroMQ (TCP on loopback), behind the same HTTP service.
+@Suite("Cluster", .serialized)
+struct ClusterTests {
+    struct Cluster {
+        let server: TestServer
+        let coordinator: ClusterCoordinator
+        let context: ZMQContext
+        let directory: String
+        let data: DemoDataset
+
+        func worker(_ id: String, keys: CurveKeyPair? = nil, serverKey: String? = nil) throws -> ClusterWorker {
+            var options = ClusterWorker.Options(coordinator: coordinator.endpoint, dataDirectory: "\(directory)/worker-\(id)", workerID: id)
+            options.threads = 1
+            if let keys, let serverKey { options.curve = (keys, serverKey) }
+            return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
+        }
+
+        func stop() async {
+            await server.stop()
+            coordinator.stop()
+        }
+    }
+
+    static func start(replication: Int = 2, curve: (CurveKeyPair, [String])? = nil, count: Int = 150) async throws -> Cluster {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: count)
+        let context = try ZMQContext()
+        let box = Mutex<ClusterCoordinator?>(nil)
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases)) { store in
+            var options = ClusterCoordinator.Options(bind: "tcp://127.0.0.1:0")
+            options.replication = replication
+            options.heartbeatTimeout = .seconds(1)
+            options.requestTimeout = .seconds(5)
+            if let curve { options.curve = (curve.0, curve.1) }
+            let coordinator = try ClusterCoordinator(context: context, options: options, keyStore: store, logger: TestServer.logger)
+            box.withLock { $0 = coordinator }
+            return coordinator
+        }
+        let coordinator = try #require(box.withLock { $0 })
+        return Cluster(server: server, coordinator: coordinator, context: context, directory: directory, data: data)
+    }
+
+    @Test("Queries route to workers; several requests in one call come back in order; a late worker fetches keys on a miss")
+    func routingAndKeyFetch() async throws {
+        let cluster = try await Self.start(replication: 1)
+        let first = try cluster.worker("w1")
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
+        let device = cluster.server.device()
+        try await device.syncConfig([DemoDataset.block, DemoDataset.identity])  // the key is pushed to w1
+        // Several numbers (different shards) in one /queries call: answers in request order.
+        let records = Array(cluster.data.records.prefix(6))
+        var batch = ProtoRequests()
+        for record in records { batch.requests += try await device.queryRequest(Array(record.number.utf8), in: DemoDataset.block).requests }
+        let answer = try await device.post("/queries", body: try batch.serializedBytes())
+        let responses = try ProtoResponses(serializedBytes: answer)
+        #expect(responses.responses.count == records.count)
+        for (i, record) in records.enumerated() {
+            let single: [UInt8] = try ProtoResponses.with { $0.responses = [responses.responses[i]] }.serializedBytes()
+            #expect(try await device.decode(single, keyword: Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
+        }
+        // A second worker joins, takes shards over (replication 1: load evens out), and has never seen the key.
+        let second = try cluster.worker("w2")
+        try await Task.sleep(for: .seconds(1))
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
+        first.kill()
+        try await Task.sleep(for: .milliseconds(1500))  // w1 declared dead; its shards re-placed on w2
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
+        #expect(cluster.coordinator.workers.keys.sorted() == ["w2"])
+        for record in records.prefix(3) {
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.identity) == (try record.callIdentity()))
+        }
+        second.stop()
+        await cluster.stop()
+    }
+
+    @Test("A worker killed under load: every client query still succeeds on the other replica")
+    func failover() async throws {
+        let cluster = try await Self.start(replication: 2)
+        let workers = [try cluster.worker("a"), try cluster.worker("b")]
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 2))
+        let device = cluster.server.device()
+        try await device.syncConfig([DemoDataset.block])
+        let records = Array(cluster.data.records.prefix(12))
+        let failures = Tally()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, record) in records.enumerated() {
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(100 * i))
+                    do {
+                        let value = try await device.lookup(Array(record.number.utf8), in: DemoDataset.block)
+                        if value != [record.block ? 1 : 0] { failures.add() }
+                    } catch {
+                        failures.add()
+                    }
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(300))
+                workers[0].kill()
+            }
+            try await group.waitForAll()
+        }
+        #expect(failures.count == 0)
+        #expect(cluster.coordinator.workers.keys.sorted() == ["b"])
+        workers[1].stop()
+        await cluster.stop()
+    }
+
+    @Test("CURVE: a worker with an unlisted key is refused; a listed one serves")
+    func unauthorizedWorker() async throws {
+        let server = try CurveKeyPair.generate()
+        let good = try CurveKeyPair.generate()
+        let bad = try CurveKeyPair.generate()
+        let cluster = try await Self.start(replication: 1, curve: (server, [good.publicKey]), count: 40)
+        let intruder = try cluster.worker("intruder", keys: bad, serverKey: server.publicKey)
+        let trusted = try cluster.worker("trusted", keys: good, serverKey: server.publicKey)
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(cluster.coordinator.workers.keys.sorted() == ["trusted"])
+        #expect(cluster.coordinator.refusedConnections >= 1)
+        let device = cluster.server.device()
+        let record = cluster.data.records[0]
+        #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
+        intruder.kill()
+        trusted.stop()
+        await cluster.stop()
+    }
+
+    @Test("Shard transfer: compact form round trip, resume after an interruption, corrupted chunks rejected")
+    func transfer() throws {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 200)
+        let loaded = try UseCaseLoader.load(data.useCases[1])
+        let context = loaded.version.context
+        let database = loaded.databases[0]
+        let compact = try CompactShard.serialize(database, context: context)
+        let rebuilt = try CompactShard.deserialize(compact, parameters: database.parameters, context: context)
+        #expect(rebuilt.serializeReferenceFormat() == database.serializeReferenceFormat())
+        #expect(compact.count * 5 < database.serializeReferenceFormat().count)
+
+        let source = TransferSource(bytes: compact, chunkSize: 256)
+        let ref = ShardKey(useCase: "u", configID: [1, 2], shard: 0).ref
+        let path = "\(directory)/recv/shard.compact"
+        var sink = try TransferSink(path: path, totalBytes: compact.count, sha256: source.sha256)
+        // Half the chunks, then the "connection breaks": a new sink resumes from the file.
+        while sink.offset < compact.count / 2 { _ = try sink.accept(try source.chunk(for: ref, at: sink.offset)) }
+        let resumeAt = sink.offset
+        sink = try TransferSink(path: path, totalBytes: compact.count, sha256: source.sha256)
+        #expect(sink.offset == resumeAt && resumeAt > 0)
+        // A corrupted chunk (payload or checksum) is rejected and changes nothing.
+        var corrupt = try source.chunk(for: ref, at: sink.offset)
+        var frame = [UInt8](corrupt.lz4Frame)
+        frame[frame.count / 2] ^= 0xff
+        corrupt.lz4Frame = Data(frame)
+        #expect(throws: (any Error).self) { try sink.accept(corrupt) }
+        var wrongSum = try source.chunk(for: ref, at: sink.offset)
+        wrongSum.sha256 = Data(repeating: 0, count: 32)
+        #expect(throws: ClusterError.self) { try sink.accept(wrongSum) }
+        #expect(throws: ClusterError.self) { try sink.accept(try source.chunk(for: ref, at: 0)) }  // wrong offset
+        #expect(sink.offset == resumeAt)
+        var done = false
+        while !done { done = try sink.accept(try source.chunk(for: ref, at: sink.offset)) }
+        #expect(try sink.finish() == compact)
+    }
+
+    @Test("Placement: replicas on distinct workers, even load, re-replication after a loss")
+    func placement() {
+        let shards = Array(0..<6)
+        let two = Placement.plan(shards: shards, workers: ["a", "b"], current: [:], replication: 2)
+        #expect(shards.allSatisfy { two[$0] == ["a", "b"] })
+        let three = Placement.plan(shards: shards, workers: ["a", "b", "c"], current: two, replication: 2)
+        let loads = ["a", "b", "c"].map { w in shards.filter { three[$0]!.contains(w) }.count }
+        #expect(loads == [4, 4, 4] && shards.allSatisfy { three[$0]!.count == 2 })
+        let afterLoss = Placement.plan(shards: shards, workers: ["b", "c"], current: three, replication: 2)
+        #expect(shards.allSatisfy { afterLoss[$0] == ["b", "c"] })
+        let single = Placement.plan(shards: shards, workers: ["a", "b", "c"], current: [:], replication: 1)
+        #expect(["a", "b", "c"].map { w in shards.filter { single[$0]!.contains(w) }.count } == [2, 2, 2])
+    }
+}
+
+/// A counter shared by concurrent test tasks.
+final class Tally: Sendable {
+    private let value = Mutex(0)
+    func add() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
+}
