@@ -1,11 +1,11 @@
 # CallVeil: the two set-up commands are `make run` and `make test` (see README.md).
 SHELL := /bin/bash
 # Debian packages the build, tests and benchmarks need; installed only when missing.
-DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev
+DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iproute2 curl python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_TEST_FLAGS ?= --parallel
 
-.PHONY: deps test run bench build clean
+.PHONY: deps test run bench build clean cluster-test
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -19,6 +19,12 @@ build:
 
 test: deps
 	swift test $(SWIFT_TEST_FLAGS)
+	@if ip netns add callveil-probe 2>/dev/null; then ip netns del callveil-probe; $(MAKE) --no-print-directory cluster-test; \
+	  else echo "network namespaces not available here: skipping the netns cluster test"; fi
+
+# Three network namespaces, real TCP with CURVE: kill a worker, add one (cluster/netns-test.sh; needs root).
+cluster-test: deps
+	bash cluster/netns-test.sh
 
 # Main job: a local service with a demo dataset on 127.0.0.1:8080 (scripts/demo.sh).
 run: deps

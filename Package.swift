@@ -49,6 +49,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.0"),
     ],
     targets: [
         .target(
@@ -91,6 +92,7 @@ let package = Package(
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Yams", package: "Yams"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Metrics", package: "swift-metrics"),
                            .product(name: "Prometheus", package: "swift-prometheus"),
@@ -110,8 +112,10 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "callveil",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient", "ZeroMQ",
                            .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],

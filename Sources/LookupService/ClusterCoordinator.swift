@@ -136,6 +136,12 @@ public final class ClusterCoordinator: ShardExecutor {
         state.withLock { $0.workers.mapValues(\.loaded) }
     }
 
+    /// `{"workers":{"<id>":<shards loaded>,…}}` for `/healthz`.
+    public var healthJSON: String? {
+        let entries = workers.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value.count)" }
+        return "{\"workers\":{\(entries.joined(separator: ","))}}"
+    }
+
     /// Connections the CURVE allow-list refused.
     public var refusedConnections: Int { zap?.refusedCount ?? 0 }
 

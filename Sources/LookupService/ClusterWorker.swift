@@ -92,7 +92,7 @@ public final class ClusterWorker: Sendable {
         sendHello()
         let task = Task { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(500))
+                do { try await Task.sleep(for: .milliseconds(500)) } catch { return }
                 self?.sendHello()
             }
         }
@@ -124,7 +124,7 @@ public final class ClusterWorker: Sendable {
     }
 
     private func sendHello() {
-        let loaded = state.withLock { $0.loaded }
+        guard let loaded = state.withLock({ $0.stopped ? nil : $0.loaded }) else { return }
         send(.with {
             $0.hello = .with {
                 $0.workerID = options.workerID

@@ -9,14 +9,15 @@ import SwiftProtobuf
 public enum LookupRoutes {
     /// Adds every route to `router`; `verifier` nil leaves the PIR endpoints unauthenticated.
     public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, registry: UseCaseRegistry,
-                           metrics: ServiceMetrics, verifier: (any PrivateTokenVerifier)?) {
+                           metrics: ServiceMetrics, verifier: (any PrivateTokenVerifier)?, executor: any ShardExecutor) {
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
         router.get("/healthz") { _, _ -> Response in
             let versions = registry.allVersions.map {
                 "{\"usecase\":\"\($0.name)\",\"configId\":\"\($0.configIDHex)\",\"shards\":\($0.configuration.shards.count)}"
             }
             return Response(status: .ok, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\",\"versions\":[\(versions.joined(separator: ","))]}")))
+                            body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\",\"versions\":[\(versions.joined(separator: ","))]"
+                                + (executor.healthJSON.map { ",\"executor\":\($0)" } ?? "") + "}")))
         }
         router.get("/metrics") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],

@@ -145,7 +145,7 @@ public actor LookupServer {
     /// The router with every route of the service.
     public nonisolated func makeRouter() -> Router<LookupRequestContext> {
         let router = Router(context: LookupRequestContext.self)
-        LookupRoutes.add(to: router, api: api, registry: registry, metrics: metrics, verifier: verifier)
+        LookupRoutes.add(to: router, api: api, registry: registry, metrics: metrics, verifier: verifier, executor: executor)
         if let issuerKeys {
             PrivacyPassRoutes.add(to: router, keys: issuerKeys) { [self] token in self.tiers.withLock { $0[token] } }
         }

@@ -43,9 +43,13 @@ public protocol ShardExecutor: Sendable {
     func execute(_ query: ShardQuery) async throws -> ProtoPIRResponse
     /// A key was stored (a cluster pushes it to its workers).
     func keyUploaded(_ key: StoredEvaluationKey) async
+    /// A JSON object describing the executor for `/healthz` (a cluster lists its workers), or nil.
+    var healthJSON: String? { get }
 }
 
 extension ShardExecutor {
     /// Nothing to do where queries find keys in the store directly.
     public func keyUploaded(_ key: StoredEvaluationKey) async {}
+    /// Nothing to add by default.
+    public var healthJSON: String? { nil }
 }

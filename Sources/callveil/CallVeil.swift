@@ -6,6 +6,6 @@ struct CallVeil: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "callveil",
         abstract: "CallVeil: a scalable Live Caller ID Lookup backend.",
-        subcommands: [ServeCommand.self, QueryCommand.self, BuildDatabaseCommand.self, ProcessDatabaseCommand.self,
-                      GenerateDemoCommand.self])
+        subcommands: [ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self, KeygenCommand.self, QueryCommand.self,
+                      BuildDatabaseCommand.self, ProcessDatabaseCommand.self, GenerateDemoCommand.self])
 }

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Hummingbird
 import Logging
+import Foundation
 import LookupService
+import ZeroMQ
 
 /// `callveil serve`: the single-host service on one port (PIR endpoints, `/healthz`, `/metrics`).
 struct ServeCommand: AsyncParsableCommand {
@@ -22,19 +24,39 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(help: "Embedded workers: 0 runs the PIR core directly in the HTTP process; N ≥ 1 runs a coordinator and N workers in this process over inproc://, the cluster's code path.")
+    var workers: Int = 1
+
     func run() async throws {
-        guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+        let logger = try bootstrapLogging(logLevel)
+        guard workers >= 0, workers <= 64 else { throw ValidationError("--workers must be in 0...64") }
+        let context = try ZMQContext()
+        let endpoint = "inproc://callveil-embedded"
+        let workerCount = workers
+        var makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)?
+        if workerCount > 0 {
+            makeExecutor = { store in
+                var options = ClusterCoordinator.Options(bind: endpoint)
+                options.replication = 1
+                return try ClusterCoordinator(context: context, options: options, keyStore: store, logger: logger)
+            }
         }
-        let logger = Logger(label: "callveil")
-        let server = try await LookupServer(configPath: config, logger: logger)
+        let server = try await LookupServer(configPath: config, makeExecutor: makeExecutor, logger: logger)
+        let dataDirectory = URL(fileURLWithPath: config).deletingLastPathComponent().appendingPathComponent("embedded-workers").path
+        let embedded = try (0..<workerCount).map { i in
+            var options = ClusterWorker.Options(coordinator: endpoint, dataDirectory: "\(dataDirectory)/\(i)", workerID: "embedded-\(i)")
+            options.threads = nil
+            return try ClusterWorker(context: context, options: options, logger: logger)
+        }
+        if let coordinator = server.executor as? ClusterCoordinator, !(await coordinator.waitUntilPlaced(copies: 1)) {
+            logger.warning("not every shard is loaded on a worker yet; queries for it answer 503 until it is")
+        }
         let host = self.host
         let app = server.makeApplication(host: host, port: port, reloadOnSIGHUP: true) { port in
-            logger.info("listening", metadata: ["url": .string("http://\(host):\(port)")])
+            logger.info("listening", metadata: ["url": .string("http://\(host):\(port)"), "workers": "\(workerCount)"])
         }
         try await app.runService()
+        for worker in embedded { worker.stop() }
+        (server.executor as? ClusterCoordinator)?.stop()
     }
 }

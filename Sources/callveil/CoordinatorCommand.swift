@@ -1,0 +1,34 @@
+import ArgumentParser
+import Hummingbird
+import Logging
+import LookupService
+import ZeroMQ
+
+/// `callveil coordinator`: the HTTP front door plus routing to workers over ZeroMQ.
+struct CoordinatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coordinator",
+        abstract: "Serve Live Caller ID Lookup over HTTP and route queries to workers (see cluster/cluster.yaml).")
+
+    @Option(help: "Cluster config (YAML).")
+    var config: String
+
+    @Option(help: "Log level.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        let logger = try bootstrapLogging(logLevel)
+        let cluster = try ClusterConfig.load(path: config)
+        let options = try cluster.coordinatorOptions()
+        let context = try ZMQContext()
+        let server = try await LookupServer(configPath: cluster.service, makeExecutor: { store in
+            try ClusterCoordinator(context: context, options: options, keyStore: store, logger: logger)
+        }, logger: logger)
+        let host = cluster.host ?? "127.0.0.1"
+        let app = server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true) { port in
+            logger.info("coordinator listening", metadata: ["http": .string("http://\(host):\(port)"), "workers": .string(cluster.bind)])
+        }
+        try await app.runService()
+        (server.executor as? ClusterCoordinator)?.stop()
+    }
+}

@@ -1,0 +1,19 @@
+import ArgumentParser
+import LookupService
+import ZeroMQ
+
+/// `callveil keygen`: a CURVE key pair for a coordinator or a worker.
+struct KeygenCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keygen",
+        abstract: "Generate a CURVE key pair (file mode 0600) and print its public key.")
+
+    @Option(help: "Key file to write.")
+    var output: String
+
+    func run() throws {
+        let keys = try CurveKeyPair.generate()
+        try CurveKeyFile.write(keys, to: output)
+        print(keys.publicKey)
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import Logging
+import LookupService
+import ServiceLifecycle
+import UnixSignals
+import ZeroMQ
+
+/// `callveil worker`: holds shards and answers queries for a coordinator.
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Join a coordinator, hold the shards it assigns, and answer queries.",
+        discussion: "SIGTERM or SIGINT drains: the coordinator stops routing here, then the worker exits.")
+
+    @Option(help: "Coordinator endpoint, e.g. tcp://10.0.0.1:5555.")
+    var coordinator: String
+
+    @Option(help: "Directory for transferred shards.")
+    var dataDir: String
+
+    @Option(help: "PIR threads per query (default: every core).")
+    var threads: Int?
+
+    @Option(help: "Worker id (default: the host name).")
+    var id: String?
+
+    @Option(help: "This worker's CURVE key file (callveil keygen); required for tcp:// coordinators.")
+    var keyFile: String?
+
+    @Option(help: "The coordinator's CURVE public key (Z85).")
+    var serverKey: String?
+
+    @Option(help: "Log level.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        let logger = try bootstrapLogging(logLevel)
+        var options = ClusterWorker.Options(coordinator: coordinator, dataDirectory: dataDir,
+                                            workerID: id ?? ProcessInfo.processInfo.hostName)
+        options.threads = threads
+        if coordinator.hasPrefix("tcp://") {
+            guard let keyFile, let serverKey else {
+                throw ValidationError("a tcp:// coordinator needs --key-file and --server-key (CURVE)")
+            }
+            options.curve = (try CurveKeyFile.read(keyFile), serverKey)
+        }
+        let context = try ZMQContext()
+        let worker = try ClusterWorker(context: context, options: options, logger: logger)
+        logger.info("worker started", metadata: ["id": .string(options.workerID), "coordinator": .string(coordinator)])
+        for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+            logger.info("draining", metadata: ["signal": "\(signal)"])
+            break
+        }
+        worker.stop()
+    }
+}
