@@ -34,6 +34,8 @@ bench: deps
 	bash bench/run-bfv-bench.sh
 	@echo
 	bash bench/run-pir-bench.sh
+	@echo
+	bash bench/run-cluster-bench.sh
 
 clean:
 	rm -rf .build .build-*

@@ -126,6 +126,12 @@ let package = Package(
             path: "bench/BFVBench",
             swiftSettings: strict),
         .executableTarget(
+            name: "ClusterBench",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "Cluster", "ZeroMQ", "LZ4",
+                           .product(name: "Logging", package: "swift-log")],
+            path: "bench/ClusterBench",
+            swiftSettings: strict),
+        .executableTarget(
             name: "PIRBench",
             dependencies: ["BFV", "PIR"],
             path: "bench/PIRBench",
