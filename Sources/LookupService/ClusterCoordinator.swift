@@ -10,8 +10,8 @@ import ZeroMQ
 /// The coordinator's shard executor (`callveil coordinator`): a ROUTER socket (CURVE server with a ZAP
 /// allow-list across hosts) to which workers connect. It places every shard on `replication` workers, ships
 /// shards to them (compact form, LZ4 chunks, resumable), routes each query to the live replica with the fewest
-/// queries in flight among those that reported the shard loaded, retries on another replica after a timeout or
-/// a lost worker, answers workers' key fetches from the key store and pushes new keys to them.
+/// queries in flight among those that reported the shard loaded (within each worker's credit window), retries on
+/// another replica after a timeout or a lost worker, answers workers' key fetches from the key store and pushes new keys to them.
 public final class ClusterCoordinator: ShardExecutor {
     /// Coordinator settings.
     public struct Options: Sendable {
@@ -209,8 +209,15 @@ public final class ClusterCoordinator: ShardExecutor {
         }
         var tried = Set<String>()
         var lastError: any Error = LookupError(.serviceUnavailable, "No replica of shard \(shard.shard) is available; retry later")
+        let deadline = ContinuousClock.now + options.requestTimeout
         for _ in 0..<options.maxAttempts {
-            guard let (worker, id) = reserve(shard, excluding: tried) else { break }
+            var choice = reserve(shard, excluding: tried)
+            // Every replica at its credit: wait for a slot (back-pressure) rather than overload a worker.
+            while case .busy = choice, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(2))
+                choice = reserve(shard, excluding: tried)
+            }
+            guard case .reserved(let worker, let id) = choice else { break }
             tried.insert(worker)
             do {
                 return try await call(worker: worker, id: id, request: request)
@@ -224,15 +231,24 @@ public final class ClusterCoordinator: ShardExecutor {
 
     // MARK: Routing
 
-    /// Picks the live replica with the fewest queries in flight and registers a request id.
-    private func reserve(_ shard: ShardKey, excluding: Set<String>) -> (String, UInt64)? {
+    enum Reservation {
+        case reserved(String, UInt64)
+        case busy
+        case none
+    }
+
+    /// Picks the live replica with the fewest queries in flight that has credit left, and registers a request id.
+    private func reserve(_ shard: ShardKey, excluding: Set<String>) -> Reservation {
         state.withLock { s in
-            let candidates = s.workers.filter { $0.value.loaded.contains(shard) && !excluding.contains($0.key) }
-            guard let best = candidates.min(by: { ($0.value.inFlight, $0.key) < ($1.value.inFlight, $1.key) }) else { return nil }
+            let holders = s.workers.filter { $0.value.loaded.contains(shard) && !excluding.contains($0.key) }
+            let candidates = holders.filter { $0.value.inFlight < $0.value.credit }
+            guard let best = candidates.min(by: { ($0.value.inFlight, $0.key) < ($1.value.inFlight, $1.key) }) else {
+                return holders.isEmpty ? .none : .busy
+            }
             s.workers[best.key]?.inFlight += 1
             let id = s.nextID
             s.nextID += 1
-            return (best.key, id)
+            return .reserved(best.key, id)
         }
     }
 

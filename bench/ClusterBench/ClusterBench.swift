@@ -75,6 +75,24 @@ struct ClusterBench {
             return out
         }
 
+        /// Latencies of `a` and `b` measured alternately, query by query, so drift (frequency, caches) hits both alike.
+        func pairedLatencies(_ a: any ShardExecutor, _ b: any ShardExecutor, passes: Int = 3) async throws -> ([Double], [Double]) {
+            _ = try await a.execute(queries[0].0)
+            _ = try await b.execute(queries[0].0)
+            var outA: [Double] = [], outB: [Double] = []
+            for _ in 0..<passes {
+                for (query, _) in queries {
+                    var start = now()
+                    _ = try await a.execute(query)
+                    outA.append(now() - start)
+                    start = now()
+                    _ = try await b.execute(query)
+                    outB.append(now() - start)
+                }
+            }
+            return (outA, outB)
+        }
+
         func throughput(_ executor: any ShardExecutor, inFlight: Int) async throws -> Double {
             let start = now()
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -91,7 +109,7 @@ struct ClusterBench {
         // 1. In-process.
         let local = LocalShardExecutor(keyStore: store, cache: EvaluationKeyCache(capacity: 1 << 30), concurrentQueries: 2)
         try await local.install(loaded)
-        let localLatency = try await latencies(local)
+        _ = try await latencies(local)  // checks every answer decrypts
         let localQPS = try await throughput(local, inFlight: 4)
 
         // 2. Coordinator + workers over TCP loopback with CURVE.
@@ -115,7 +133,8 @@ struct ClusterBench {
         let first = try startWorker(0, threads: MulPirServer.coreCount)
         guard await coordinator.waitUntilPlaced(copies: 1, timeout: .seconds(600)) else { fatalError("placement timed out") }
         let transferSeconds = now() - transferStart
-        let clusterLatency1 = try await latencies(coordinator)
+        _ = try await latencies(coordinator)  // checks every answer decrypts
+        let (localLatency, clusterLatency1) = try await pairedLatencies(local, coordinator)
         let clusterQPS1 = try await throughput(coordinator, inFlight: 4)
         let second = try startWorker(1, threads: max(MulPirServer.coreCount / 2, 1))
         guard await coordinator.waitUntilPlaced(copies: 2, timeout: .seconds(600)) else { fatalError("placement timed out") }
@@ -137,6 +156,7 @@ struct ClusterBench {
 
         let overhead = percentile(clusterLatency1, 0.5) - percentile(localLatency, 0.5)
         print("""
+        latency: \(localLatency.count) queries per path, the two paths measured alternately
         | path | p50 | p90 | queries/s (4 in flight) |
         |---|---|---|---|
         | in-process executor | \(ms(percentile(localLatency, 0.5))) | \(ms(percentile(localLatency, 0.9))) | \(String(format: "%.1f", localQPS)) |
