@@ -34,8 +34,10 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The Hummingbird error with the JSON body `{"error":{"message":…}}`.
-    public var httpError: HTTPError { HTTPError(status, message: message) }
+    /// The Hummingbird error with the JSON body `{"error":{"message":…}}`; 503 answers carry `Retry-After: 1`.
+    public var httpError: HTTPError {
+        status == .serviceUnavailable ? HTTPError(status, headers: [.retryAfter: "1"], message: message) : HTTPError(status, message: message)
+    }
 }
 
 extension LookupError {

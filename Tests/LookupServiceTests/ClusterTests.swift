@@ -136,6 +136,21 @@ struct ClusterTests {
         await cluster.stop()
     }
 
+    @Test("No live replica: 503 with Retry-After")
+    func noReplica() async throws {
+        let cluster = try await Self.start(replication: 1, count: 40)
+        let device = cluster.server.device()
+        let record = cluster.data.records[0]
+        let request = try await device.queryRequest(Array(record.number.utf8), in: DemoDataset.block)
+        let headers = [("User-Identifier", await device.userIdentifier), ("User-Agent", await device.userAgent),
+                       ("Authorization", try #require(try await cluster.server.tokens?.authorization()))]
+        let answer = try await cluster.server.http.exchange(path: "/queries", headers: headers, body: try request.serializedBytes())
+        #expect(answer.status == 503)
+        #expect(answer.headers.contains { $0.0.lowercased() == "retry-after" && $0.1 == "1" })
+        #expect(String(decoding: answer.body, as: UTF8.self).contains("No replica"))
+        await cluster.stop()
+    }
+
     @Test("Shard transfer: compact form round trip, resume after an interruption, corrupted chunks rejected")
     func transfer() throws {
         let directory = try temporaryDirectory()
