@@ -25,6 +25,8 @@ public final class ClusterCoordinator: ShardExecutor {
         public var heartbeatTimeout: Duration = .seconds(3)
         /// Replicas tried per query.
         public var maxAttempts = 3
+        /// Uncompressed bytes per transfer chunk.
+        public var transferChunkBytes = 1 << 20
         /// The coordinator's CURVE key pair and the workers' public keys it admits (required across hosts).
         public var curve: (keys: CurveKeyPair, allowedWorkers: [String])?
 
@@ -150,12 +152,14 @@ public final class ClusterCoordinator: ShardExecutor {
     public func install(_ useCase: LoadedUseCase) async throws {
         let version = useCase.version
         let context = version.context
+        let chunkBytes = options.transferChunkBytes
         let sources = try await Task.detached {
             try zip(useCase.databases, version.configuration.shards).map { database, parameters in
                 let message = ProtoPirParameters(parameters, sharding: version.configuration.sharding,
                                                  keyConfig: version.configuration.keyConfig)
                 return ShardSource(parameters: try message.serializedBytes(),
-                                   transfer: TransferSource(bytes: try CompactShard.serialize(database, context: context)))
+                                   transfer: TransferSource(bytes: try CompactShard.serialize(database, context: context),
+                                                            chunkSize: chunkBytes))
             }
         }.value
         state.withLock {

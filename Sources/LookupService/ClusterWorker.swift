@@ -41,6 +41,7 @@ public final class ClusterWorker: Sendable {
         var loaded = Set<ShardKey>()
         var transfers: [ShardKey: Transfer] = [:]
         var contexts: [[UInt8]: Context] = [:]  // key-config hash -> context
+        var resumed: [ShardKey: Int] = [:]
         var stopped = false
     }
 
@@ -114,6 +115,9 @@ public final class ClusterWorker: Sendable {
         heartbeat.withLock { $0?.cancel() }
         loop.withLock { $0?.stop() }
     }
+
+    /// Transfers this worker resumed from a partial file, with the offset it resumed at.
+    public var resumedTransfers: [ShardKey: Int] { state.withLock { $0.resumed } }
 
     /// Shards loaded and verified.
     public var loadedShards: Set<ShardKey> { state.withLock { $0.loaded } }
@@ -197,6 +201,7 @@ public final class ClusterWorker: Sendable {
             let sink = try TransferSink(path: path, totalBytes: Int(assign.totalBytes), sha256: [UInt8](assign.sha256))
             let offset = state.withLock { s -> Int in
                 s.transfers[key] = Transfer(assign: assign, sink: sink)
+                if sink.offset > 0 { s.resumed[key] = sink.offset }
                 return sink.offset
             }
             if offset > 0 { logger.info("resuming shard transfer", metadata: ["shard": "\(key)", "offset": "\(offset)"]) }

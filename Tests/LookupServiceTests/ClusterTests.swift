@@ -31,7 +31,8 @@ struct ClusterTests {
         }
     }
 
-    static func start(replication: Int = 2, curve: (CurveKeyPair, [String])? = nil, count: Int = 150) async throws -> Cluster {
+    static func start(replication: Int = 2, curve: (CurveKeyPair, [String])? = nil, count: Int = 150,
+                      chunkBytes: Int = 1 << 20) async throws -> Cluster {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: count)
         let context = try ZMQContext()
@@ -41,6 +42,7 @@ struct ClusterTests {
             options.replication = replication
             options.heartbeatTimeout = .seconds(1)
             options.requestTimeout = .seconds(5)
+            options.transferChunkBytes = chunkBytes
             if let curve { options.curve = (curve.0, curve.1) }
             let coordinator = try ClusterCoordinator(context: context, options: options, keyStore: store, logger: TestServer.logger)
             box.withLock { $0 = coordinator }
@@ -133,6 +135,34 @@ struct ClusterTests {
         #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
         intruder.kill()
         trusted.stop()
+        await cluster.stop()
+    }
+
+    @Test("A worker killed mid-transfer resumes from its partial file when it comes back")
+    func transferResume() async throws {
+        let cluster = try await Self.start(replication: 1, count: 3000, chunkBytes: 512)
+        var worker = try cluster.worker("w")
+        let shardDirectory = "\(cluster.directory)/worker-w"
+        // Wait until some chunks of some shard are on disk, then pull the plug.
+        var partial = 0
+        for _ in 0..<400 where partial < 4096 {
+            try await Task.sleep(for: .milliseconds(5))
+            let files = FileManager.default.enumerator(atPath: shardDirectory)?.compactMap { $0 as? String } ?? []
+            partial = files.filter { $0.hasSuffix(".partial") }.compactMap {
+                (try? FileManager.default.attributesOfItem(atPath: "\(shardDirectory)/\($0)")[.size] as? NSNumber)?.intValue
+            }.max() ?? 0
+        }
+        worker.kill()
+        #expect(partial >= 4096)
+        try await Task.sleep(for: .milliseconds(1500))  // declared dead
+        worker = try cluster.worker("w")
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
+        #expect(!worker.resumedTransfers.isEmpty && worker.resumedTransfers.values.allSatisfy { $0 > 0 })
+        let device = cluster.server.device()
+        for record in cluster.data.records.prefix(4) {
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
+        }
+        worker.stop()
         await cluster.stop()
     }
 
