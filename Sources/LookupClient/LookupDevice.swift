@@ -37,6 +37,8 @@ public actor LookupDevice {
     public private(set) var bytesSent = 0, bytesReceived = 0
     /// Size of the last evaluation-key upload body.
     public private(set) var lastKeyUploadBytes = 0
+    /// Duration of the last HTTP exchange (request sent to answer read; excludes token fetches and local crypto).
+    public private(set) var lastExchange: Duration = .zero
 
     /// A device talking to `http` with a random user identifier unless one is given.
     public init(http: LookupHTTPClient, userIdentifier: String = UUID().uuidString,
@@ -52,7 +54,9 @@ public actor LookupDevice {
     public func post(_ path: String, body: [UInt8]) async throws -> [UInt8] {
         var headers = [("User-Identifier", userIdentifier), ("User-Agent", userAgent)]
         if let auth = try await authorization.authorization() { headers.append(("Authorization", auth)) }
+        let start = ContinuousClock.now
         let (status, answer) = try await http.send(path: path, headers: headers, body: body)
+        lastExchange = ContinuousClock.now - start
         bytesSent += body.count
         bytesReceived += answer.count
         guard status == 200 else { throw LookupClientError.http(status: status, body: String(decoding: answer, as: UTF8.self)) }

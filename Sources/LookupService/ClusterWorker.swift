@@ -28,6 +28,8 @@ public final class ClusterWorker: Sendable {
         public var curve: (keys: CurveKeyPair, serverPublicKey: String)?
         /// Memory for parsed keys, bytes.
         public var keyCacheBytes = 512 << 20
+        /// Where PIR compute times are recorded (an embedded worker shares the service's metrics).
+        public var metrics: ServiceMetrics?
 
         /// Settings for a worker.
         public init(coordinator: String, dataDirectory: String, workerID: String) {
@@ -71,7 +73,7 @@ public final class ClusterWorker: Sendable {
         let keys = RemoteKeyStore { _, _, _ in }
         self.keys = keys
         self.executor = LocalShardExecutor(keyStore: keys, cache: EvaluationKeyCache(capacity: options.keyCacheBytes),
-                                           threads: options.threads, concurrentQueries: 2)
+                                           threads: options.threads, concurrentQueries: 2, metrics: options.metrics)
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let socketLoop = try SocketLoop(context: context, kind: .dealer, name: "callveil-worker-\(options.workerID)", setup: { socket in

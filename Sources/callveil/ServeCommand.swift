@@ -46,6 +46,7 @@ struct ServeCommand: AsyncParsableCommand {
         let embedded = try (0..<workerCount).map { i in
             var options = ClusterWorker.Options(coordinator: endpoint, dataDirectory: "\(dataDirectory)/\(i)", workerID: "embedded-\(i)")
             options.threads = nil
+            options.metrics = server.metrics
             return try ClusterWorker(context: context, options: options, logger: logger)
         }
         if let coordinator = server.executor as? ClusterCoordinator, !(await coordinator.waitUntilPlaced(copies: 1)) {

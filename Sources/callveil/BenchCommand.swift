@@ -1,0 +1,105 @@
+import ArgumentParser
+import BFV
+import Foundation
+import Hummingbird
+import Logging
+import LookupClient
+import LookupProtocol
+import LookupService
+import PIR
+import ServiceLifecycle
+import ZeroMQ
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `callveil bench`: generates a dataset, processes it, starts the service (embedded coordinator and workers)
+/// or targets any server with `--url`, drives it with simulated phones, checks every answer, and writes JSON, a
+/// markdown table and plots.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Load-test a Live Caller ID Lookup server with simulated phones; every answer is decrypted and checked.",
+        discussion: """
+        Writes <output>/results.json, <output>/table.md and, with python3 + matplotlib (installed with pip when
+        missing), <output>/latency-vs-load.png, throughput-vs-workers.png, throughput-vs-batch.png.
+        Exits non-zero when any answer is wrong or any request fails.
+        """)
+
+    @Option(help: "Numbers in the dataset.") var rows = 20_000
+    @Option(help: "Size in bytes of each identity value (serialized CallIdentity).") var identitySize = 64
+    @Option(help: "Block shards.") var blockShards = 2
+    @Option(help: "Identity shards.") var identityShards = 2
+    @Option(help: "BFV preset.") var preset = ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue
+    @Option(help: "Embedded workers (0: PIR in the HTTP process).") var workers = 1
+    @Option(help: "Simulated phones.") var phones = 4
+    @Option(help: "closed or open.") var mode = "closed"
+    @Option(help: "Open loop: lookups per second.") var rate = 1.0
+    @Option(help: "Seconds of load per run.") var duration = 20.0
+    @Option(help: "Fraction of lookups for numbers in the dataset.") var presentFraction = 0.8
+    @Option(help: "Target this server instead of starting one (it must serve the dataset in --dataset).") var url: String?
+    @Option(help: "With --url: the dataset directory written by an earlier run (identities.csv).") var dataset: String?
+    @Option(help: "User token for Privacy Pass issuance.") var userToken = "AAAA"
+    @Option(help: "Output directory.") var output = "bench/out/latest"
+    @Option(help: "none, or all: workers 1 and 2, 1-8 phones in flight, and open-loop rates up to capacity.") var sweep = "none"
+    @Flag(help: "Serve wrong block values (the truth is kept): the run must fail.") var corrupt = false
+    @Option(help: "Random seed.") var seed: UInt64 = 1
+
+    func run() async throws {
+        var logger = Logger(label: "callveil-bench")
+        logger.logLevel = .error
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        let data = try BenchDataset.prepare(directory: dataset ?? "\(output)/dataset", rows: rows, identitySize: identitySize,
+                                            blockShards: blockShards, identityShards: identityShards, preset: preset,
+                                            corrupt: corrupt, reuse: url != nil, seed: seed)
+        var runs: [BenchRun] = []
+        func measure(label: String, workers: Int, phones: Int, mode: LoadGenerator.Mode) async throws -> BenchRun {
+            let server = url == nil ? try await BenchServer.start(dataset: data, workers: workers, logger: logger) : nil
+            defer { if let server { Task { await server.stop() } } }
+            let target = url ?? server!.url
+            let cpuBefore = processCPUSeconds()
+            let computeBefore = server?.pirComputeSeconds() ?? 0
+            let generator = LoadGenerator(url: target, blockUseCase: BenchDataset.block, identityUseCase: BenchDataset.identity,
+                                          phones: phones, userToken: userToken, presentFraction: presentFraction)
+            let result = try await generator.run(mode: mode, duration: .milliseconds(Int(duration * 1000)), truth: data.truth, seed: seed) {
+                writeStderr("\r\(label): \($0)   ")
+            }
+            writeStderr("\n")
+            let run = BenchRun(label: label, workers: url == nil ? workers : nil, phones: phones, mode: mode, result: result,
+                               cpuSeconds: url == nil ? processCPUSeconds() - cpuBefore : nil,
+                               pirComputeSeconds: server.map { $0.pirComputeSeconds() - computeBefore })
+            if let server { await server.stop() }
+            return run
+        }
+        let chosen: LoadGenerator.Mode = mode == "open" ? .open(rate: rate) : .closed
+        if sweep == "all" {
+            for w in [1, 2] { runs.append(try await measure(label: "workers=\(w)", workers: w, phones: 4, mode: .closed)) }
+            for p in [1, 2, 4, 8] { runs.append(try await measure(label: "phones=\(p)", workers: workers, phones: p, mode: .closed)) }
+            let capacity = runs.first { $0.label == "phones=4" }?.lookupsPerSecond ?? 1
+            for fraction in [0.25, 0.5, 0.75, 0.9] {
+                let r = capacity * fraction
+                runs.append(try await measure(label: String(format: "open %.2f/s", r), workers: workers, phones: 16, mode: .open(rate: r)))
+            }
+        } else {
+            runs.append(try await measure(label: mode == "open" ? String(format: "open %.2f/s", rate) : "closed",
+                                          workers: workers, phones: phones, mode: chosen))
+        }
+        let report = BenchReport(rows: rows, identitySize: identitySize, blockShards: blockShards, identityShards: identityShards,
+                                 preset: preset, target: url ?? "embedded", cores: MulPirServer.coreCount, runs: runs)
+        try report.write(to: output)
+        print(report.markdown())
+        BenchReport.plot(output: output)
+        let bad = runs.reduce(0) { $0 + $1.result.mismatches + $1.result.errors }
+        if bad > 0 {
+            for run in runs where !run.result.problems.isEmpty { writeStderr("\(run.label): \(run.result.problems.joined(separator: "; "))\n") }
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// Process CPU time (user + system) so far.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import PIR
+import LookupService
+import ServiceLifecycle
+import ZeroMQ
+
+/// The service the bench starts: an embedded coordinator with `workers` workers over inproc (0: in-process
+/// executor), Privacy Pass on, on an ephemeral loopback port.
+struct BenchServer {
+    let url: String
+    let server: LookupServer
+    let group: ServiceGroup
+    let task: Task<Void, any Error>
+    let workers: [ClusterWorker]
+    let coordinator: ClusterCoordinator?
+
+    static func start(dataset: BenchDataset, workers: Int, logger: Logger) async throws -> BenchServer {
+        let directory = "\(dataset.directory)/server-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"])],
+                                   usecases: [.init(name: BenchDataset.block, fileStem: "\(dataset.directory)/block/shard"),
+                                              .init(name: BenchDataset.identity, fileStem: "\(dataset.directory)/identity/shard")],
+                                   keys: .init(database: "\(directory)/keys.sqlite"),
+                                   privacyPass: .init(keyDirectory: "\(directory)/issuer-keys", nonceDatabase: "\(directory)/nonces.sqlite"))
+        let configPath = "\(directory)/service-config.json"
+        try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
+        let context = try ZMQContext()
+        let endpoint = "inproc://callveil-bench"
+        var makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)?
+        if workers > 0 {
+            makeExecutor = { store in
+                var options = ClusterCoordinator.Options(bind: endpoint)
+                options.replication = 1
+                return try ClusterCoordinator(context: context, options: options, keyStore: store, logger: logger)
+            }
+        }
+        let server = try await LookupServer(configPath: configPath, makeExecutor: makeExecutor, logger: logger)
+        let coordinator = server.executor as? ClusterCoordinator
+        let threads = max(MulPirServer.coreCount / max(workers, 1), 1)
+        let embedded = try (0..<workers).map { i in
+            var options = ClusterWorker.Options(coordinator: endpoint, dataDirectory: "\(directory)/worker-\(i)", workerID: "bench-\(i)")
+            options.threads = threads
+            options.metrics = server.metrics
+            return try ClusterWorker(context: context, options: options, logger: logger)
+        }
+        if let coordinator, !(await coordinator.waitUntilPlaced(copies: 1, timeout: .seconds(600))) {
+            throw CleanExit.message("shards were not placed on the workers in time")
+        }
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = server.makeApplication(host: "127.0.0.1", port: 0) { port in continuation.yield(port) }
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CleanExit.message("the server did not start") }
+        return BenchServer(url: "http://127.0.0.1:\(port)", server: server, group: group, task: task, workers: embedded,
+                           coordinator: coordinator)
+    }
+
+    /// Sum of the server's PIR compute time so far (from its metrics).
+    func pirComputeSeconds() -> Double {
+        let text = String(decoding: server.metrics.exposition(), as: UTF8.self)
+        return text.split(separator: "\n").filter { $0.hasPrefix("callveil_pir_compute_seconds_sum") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+    }
+
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+        for worker in workers { worker.stop() }
+        coordinator?.stop()
+    }
+}
