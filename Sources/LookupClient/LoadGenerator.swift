@@ -72,8 +72,10 @@ public struct LoadGenerator: Sendable {
         self.presentFraction = presentFraction
     }
 
-    /// Sets the phones up (config, keys), then offers load for `duration`; `progress` gets a status line now and then.
+    /// Sets the phones up (config, keys) and warms them, calls `measuring`, then offers load for `duration`;
+    /// `progress` gets a status line now and then.
     public func run(mode: Mode, duration: Duration, truth: Truth, seed: UInt64 = 1,
+                    measuring: @Sendable () -> Void = {},
                     progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Result {
         let http = LookupHTTPClient(baseURL: url)
         let devices = (0..<phones).map { i -> LookupDevice in
@@ -85,12 +87,28 @@ public struct LoadGenerator: Sendable {
             for device in devices { group.addTask { try await device.syncConfig([blockUseCase, identityUseCase]) } }
             try await group.waitForAll()
         }
+        // Warm-up, not measured: two lookups per phone (connections, tokens, the server's key caches).
+        let warmup = ResultBox(Result())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, device) in devices.enumerated() {
+                group.addTask {
+                    var rng = SplitMix(seed: seed &+ 0xABCD &+ UInt64(i))
+                    for _ in 0..<2 { await lookup(device, truth: truth, rng: &rng, arrival: .now, into: warmup) }
+                }
+            }
+            try await group.waitForAll()
+        }
         var result = Result()
         result.setupSeconds = seconds(ContinuousClock.now - setupStart)
+        let warm = warmup.state.withLock { $0 }
+        result.mismatches = warm.mismatches
+        result.errors = warm.errors
+        result.problems = warm.problems
         result.keyUploadBytes = await devices[0].lastKeyUploadBytes
         let sentBefore = await devices.asyncSum { await $0.bytesSent }
         let receivedBefore = await devices.asyncSum { await $0.bytesReceived }
         let shared = ResultBox(result)
+        measuring()
         let start = ContinuousClock.now
         let deadline = start + duration
         let ticker = Task {

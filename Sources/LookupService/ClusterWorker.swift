@@ -169,7 +169,10 @@ public final class ClusterWorker: Sendable {
             reply.response = try await executor.execute(ShardQuery(useCase: key.useCase, configID: key.configID, shardIndex: key.shard,
                                                                     query: request.query, key: source))
         } catch {
-            let mapped = LookupError.from(error) ?? LookupError(.internalServerError, "worker error")
+            var mapped = LookupError.from(error) ?? LookupError(.internalServerError, "worker error")
+            // A version this worker does not hold (its copies were just moved away) is the coordinator's to
+            // retry elsewhere, not the device's to re-sync.
+            if mapped.status == .gone { mapped = LookupError(.serviceUnavailable, "shard \(key) is not held by this worker") }
             reply.errorStatus = UInt32(mapped.status.code)
             reply.errorMessage = mapped.message
         }

@@ -8,6 +8,7 @@ import LookupProtocol
 import LookupService
 import PIR
 import ServiceLifecycle
+import Synchronization
 import ZeroMQ
 #if canImport(Glibc)
 import Glibc
@@ -57,13 +58,14 @@ struct BenchCommand: AsyncParsableCommand {
             let server = url == nil ? try await BenchServer.start(dataset: data, workers: workers, logger: logger) : nil
             defer { if let server { Task { await server.stop() } } }
             let target = url ?? server!.url
-            let cpuBefore = processCPUSeconds()
-            let computeBefore = server?.pirComputeSeconds() ?? 0
+            let snapshot = CPUSnapshot()
             let generator = LoadGenerator(url: target, blockUseCase: BenchDataset.block, identityUseCase: BenchDataset.identity,
                                           phones: phones, userToken: userToken, presentFraction: presentFraction)
-            let result = try await generator.run(mode: mode, duration: .milliseconds(Int(duration * 1000)), truth: data.truth, seed: seed) {
+            let result = try await generator.run(mode: mode, duration: .milliseconds(Int(duration * 1000)), truth: data.truth, seed: seed,
+                                                 measuring: { snapshot.take(compute: server?.pirComputeSeconds() ?? 0) }) {
                 writeStderr("\r\(label): \($0)   ")
             }
+            let (cpuBefore, computeBefore) = snapshot.values
             writeStderr("\n")
             let run = BenchRun(label: label, workers: url == nil ? workers : nil, phones: phones, mode: mode, result: result,
                                cpuSeconds: url == nil ? processCPUSeconds() - cpuBefore : nil,
@@ -95,6 +97,13 @@ struct BenchCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
     }
+}
+
+/// CPU and PIR-compute readings taken when the measured phase starts (after setup and warm-up).
+final class CPUSnapshot: Sendable {
+    private let state = Mutex((0.0, 0.0))
+    func take(compute: Double) { state.withLock { $0 = (processCPUSeconds(), compute) } }
+    var values: (Double, Double) { state.withLock { $0 } }
 }
 
 /// Process CPU time (user + system) so far.

@@ -46,8 +46,19 @@ struct BenchServer {
             options.metrics = server.metrics
             return try ClusterWorker(context: context, options: options, logger: logger)
         }
-        if let coordinator, !(await coordinator.waitUntilPlaced(copies: 1, timeout: .seconds(600))) {
-            throw CleanExit.message("shards were not placed on the workers in time")
+        if let coordinator {
+            // Wait for a balanced placement (every worker holding its share), not just the first copies.
+            let deadline = ContinuousClock.now + .seconds(600)
+            while ContinuousClock.now < deadline {
+                let loads = coordinator.workers.values.map(\.count)
+                if await coordinator.waitUntilPlaced(copies: 1, timeout: .seconds(1)), loads.count == workers,
+                   (loads.max() ?? 0) - (loads.min() ?? 0) <= 1 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            guard await coordinator.waitUntilPlaced(copies: 1, timeout: .seconds(1)) else {
+                throw CleanExit.message("shards were not placed on the workers in time")
+            }
+            try await Task.sleep(for: .milliseconds(500))  // surplus copies dropped
         }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.makeApplication(host: "127.0.0.1", port: 0) { port in continuation.yield(port) }
