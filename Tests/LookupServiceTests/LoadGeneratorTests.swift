@@ -28,7 +28,7 @@ struct LoadGeneratorTests {
                                         absent: [DemoDataset.absentNumber])
         let caught = try await LoadGenerator(url: server.url, blockUseCase: DemoDataset.block, identityUseCase: DemoDataset.identity,
                                              phones: 2, userToken: "AAAA", presentFraction: 1).run(mode: .closed, duration: .seconds(1), truth: wrong)
-        #expect(caught.lookups > 0 && caught.mismatches == caught.lookups)
+        #expect(caught.lookups > 0 && caught.mismatches >= caught.lookups)  // warm-up mismatches count too
         await server.stop()
     }
 }
