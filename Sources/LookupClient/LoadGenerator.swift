@@ -1,4 +1,5 @@
 import Foundation
+import PIR
 import Synchronization
 
 /// Drives a Live Caller ID Lookup server with simulated phones (SPEC-PIR §7.0): each phone has its own keys
@@ -92,7 +93,7 @@ public struct LoadGenerator: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, device) in devices.enumerated() {
                 group.addTask {
-                    var rng = SplitMix(seed: seed &+ 0xABCD &+ UInt64(i))
+                    var rng = SplitMix64(seed: seed &+ 0xABCD &+ UInt64(i))
                     for _ in 0..<2 { await lookup(device, truth: truth, rng: &rng, arrival: .now, into: warmup) }
                 }
             }
@@ -126,7 +127,7 @@ public struct LoadGenerator: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (i, device) in devices.enumerated() {
                     group.addTask {
-                        var rng = SplitMix(seed: seed &* 1000 &+ UInt64(i))
+                        var rng = SplitMix64(seed: seed &* 1000 &+ UInt64(i))
                         while ContinuousClock.now < deadline {
                             await lookup(device, truth: truth, rng: &rng, arrival: .now, into: shared)
                         }
@@ -145,7 +146,7 @@ public struct LoadGenerator: Sendable {
                     let i = index
                     group.addTask {
                         let device = await idle.take()
-                        var rng = SplitMix(seed: seed &* 7919 &+ UInt64(i))
+                        var rng = SplitMix64(seed: seed &* 7919 &+ UInt64(i))
                         await lookup(device, truth: truth, rng: &rng, arrival: arrival, into: shared)
                         await idle.put(device)
                     }
@@ -161,7 +162,7 @@ public struct LoadGenerator: Sendable {
         return final
     }
 
-    private func lookup(_ device: LookupDevice, truth: Truth, rng: inout SplitMix, arrival: ContinuousClock.Instant,
+    private func lookup(_ device: LookupDevice, truth: Truth, rng: inout SplitMix64, arrival: ContinuousClock.Instant,
                         into shared: ResultBox) async {
         let present = truth.absent.isEmpty || Double(rng.next() % 10_000) / 10_000 < presentFraction
         let number: String
@@ -215,19 +216,6 @@ actor DevicePool {
     }
     func put(_ device: LookupDevice) {
         if waiters.isEmpty { idle.append(device) } else { waiters.removeFirst().resume(returning: device) }
-    }
-}
-
-/// A small reproducible generator (SplitMix64) so runs pick the same numbers.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

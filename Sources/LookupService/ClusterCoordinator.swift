@@ -122,6 +122,22 @@ public final class ClusterCoordinator: ShardExecutor {
         return false
     }
 
+    /// Waits until `workerCount` workers are connected, every shard has a loaded copy, loads differ by at most one
+    /// shard, and surplus copies have had time to be dropped; returns whether that happened before the timeout.
+    public func waitUntilBalanced(workerCount: Int, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let loads = workers.values.map(\.count)
+            if loads.count == workerCount, (loads.max() ?? 0) - (loads.min() ?? 0) <= 1,
+               await waitUntilPlaced(copies: 1, timeout: .milliseconds(1)) {
+                try? await Task.sleep(for: .milliseconds(500))
+                return true
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
     /// Stops routing and closes the socket; queries in flight fail.
     public func stop() {
         monitor.withLock { $0?.cancel() }

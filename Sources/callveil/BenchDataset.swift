@@ -20,14 +20,8 @@ struct BenchDataset {
         let directory = URL(fileURLWithPath: directory).standardizedFileURL.path  // the service config needs absolute stems
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var records: [IdentityRecord] = []
-        var state = seed &* 0x9E37_79B9_7F4A_7C15
-        func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var rng = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15)
+        func next() -> UInt64 { rng.next() }
         var seen = Set<String>()
         while records.count < rows {
             let number = "+1\(2 + next() % 8)\(next() % 100)\(2 + next() % 8)" + String(format: "%06d", next() % 1_000_000)

@@ -5,7 +5,6 @@ import Logging
 import PIR
 import LookupService
 import ServiceLifecycle
-import ZeroMQ
 
 /// The service the bench starts: an embedded coordinator with `workers` workers over inproc (0: in-process
 /// executor), Privacy Pass on, on an ephemeral loopback port.
@@ -27,39 +26,12 @@ struct BenchServer {
                                    privacyPass: .init(keyDirectory: "\(directory)/issuer-keys", nonceDatabase: "\(directory)/nonces.sqlite"))
         let configPath = "\(directory)/service-config.json"
         try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
-        let context = try ZMQContext()
-        let endpoint = "inproc://callveil-bench"
-        var makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)?
-        if workers > 0 {
-            makeExecutor = { store in
-                var options = ClusterCoordinator.Options(bind: endpoint)
-                options.replication = 1
-                return try ClusterCoordinator(context: context, options: options, keyStore: store, logger: logger)
-            }
-        }
-        let server = try await LookupServer(configPath: configPath, makeExecutor: makeExecutor, logger: logger)
+        let cluster = try EmbeddedCluster()
+        let server = try await LookupServer(configPath: configPath, makeExecutor: workers > 0 ? cluster.makeExecutor(logger: logger) : nil,
+                                            logger: logger)
         let coordinator = server.executor as? ClusterCoordinator
-        let threads = max(MulPirServer.coreCount / max(workers, 1), 1)
-        let embedded = try (0..<workers).map { i in
-            var options = ClusterWorker.Options(coordinator: endpoint, dataDirectory: "\(directory)/worker-\(i)", workerID: "bench-\(i)")
-            options.threads = threads
-            options.metrics = server.metrics
-            return try ClusterWorker(context: context, options: options, logger: logger)
-        }
-        if let coordinator {
-            // Wait for a balanced placement (every worker holding its share), not just the first copies.
-            let deadline = ContinuousClock.now + .seconds(600)
-            while ContinuousClock.now < deadline {
-                let loads = coordinator.workers.values.map(\.count)
-                if await coordinator.waitUntilPlaced(copies: 1, timeout: .seconds(1)), loads.count == workers,
-                   (loads.max() ?? 0) - (loads.min() ?? 0) <= 1 { break }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            guard await coordinator.waitUntilPlaced(copies: 1, timeout: .seconds(1)) else {
-                throw CleanExit.message("shards were not placed on the workers in time")
-            }
-            try await Task.sleep(for: .milliseconds(500))  // surplus copies dropped
-        }
+        let embedded = try await cluster.startWorkers(count: workers, dataDirectory: directory, threads: max(MulPirServer.coreCount / max(workers, 1), 1),
+                                                      server: server, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.makeApplication(host: "127.0.0.1", port: 0) { port in continuation.yield(port) }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PIR
 
 /// `callveil generate-demo`: a reproducible demo dataset (CSV identities) and a few numbers worth querying.
 struct GenerateDemoCommand: ParsableCommand {
@@ -18,14 +19,8 @@ struct GenerateDemoCommand: ParsableCommand {
 
     func run() throws {
         guard count >= 3, count <= 10_000_000 else { throw ValidationError("count must be in 3...10000000") }
-        var state = seed
-        func next() -> UInt64 {  // SplitMix64: reproducible across platforms
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var rng = SplitMix64(seed: seed)  // reproducible across platforms
+        func next() -> UInt64 { rng.next() }
         let firstNames = ["Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia", "Tim"]
         let businesses = ["Pizza", "Dental", "Pharmacy", "Bank", "Airline", "Taxi", "Library", "Clinic"]
         var seen = Set<String>()

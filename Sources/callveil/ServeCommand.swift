@@ -3,7 +3,6 @@ import Hummingbird
 import Logging
 import Foundation
 import LookupService
-import ZeroMQ
 
 /// `callveil serve`: the single-host service on one port (PIR endpoints, `/healthz`, `/metrics`).
 struct ServeCommand: AsyncParsableCommand {
@@ -30,28 +29,13 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try bootstrapLogging(logLevel)
         guard workers >= 0, workers <= 64 else { throw ValidationError("--workers must be in 0...64") }
-        let context = try ZMQContext()
-        let endpoint = "inproc://callveil-embedded"
-        let workerCount = workers
-        var makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)?
-        if workerCount > 0 {
-            makeExecutor = { store in
-                var options = ClusterCoordinator.Options(bind: endpoint)
-                options.replication = 1
-                return try ClusterCoordinator(context: context, options: options, keyStore: store, logger: logger)
-            }
-        }
-        let server = try await LookupServer(configPath: config, makeExecutor: makeExecutor, logger: logger)
+        let cluster = try EmbeddedCluster()
+        let server = try await LookupServer(configPath: config, makeExecutor: workers == 0 ? nil : cluster.makeExecutor(logger: logger),
+                                            logger: logger)
         let dataDirectory = URL(fileURLWithPath: config).deletingLastPathComponent().appendingPathComponent("embedded-workers").path
-        let embedded = try (0..<workerCount).map { i in
-            var options = ClusterWorker.Options(coordinator: endpoint, dataDirectory: "\(dataDirectory)/\(i)", workerID: "embedded-\(i)")
-            options.threads = nil
-            options.metrics = server.metrics
-            return try ClusterWorker(context: context, options: options, logger: logger)
-        }
-        if let coordinator = server.executor as? ClusterCoordinator, !(await coordinator.waitUntilPlaced(copies: 1)) {
-            logger.warning("not every shard is loaded on a worker yet; queries for it answer 503 until it is")
-        }
+        let embedded = try await cluster.startWorkers(count: workers, dataDirectory: dataDirectory, threads: nil, server: server,
+                                                      logger: logger)
+        let workerCount = workers
         let host = self.host
         let app = server.makeApplication(host: host, port: port, reloadOnSIGHUP: true) { port in
             logger.info("listening", metadata: ["url": .string("http://\(host):\(port)"), "workers": "\(workerCount)"])
