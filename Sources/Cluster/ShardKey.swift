@@ -1,3 +1,5 @@
+import LookupProtocol
+
 /// Identifies one shard of one use-case version across the cluster.
 public struct ShardKey: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Use-case name.
@@ -29,16 +31,11 @@ public struct ShardKey: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// Short hex of the config id.
-    public var configHex: String { configID.prefix(8).map { hex($0) }.joined() }
+    public var configHex: String { configID.prefix(8).hexString }
 
     public var description: String { "\(useCase)/\(configHex)/\(shard)" }
 
     public static func < (a: ShardKey, b: ShardKey) -> Bool {
         (a.useCase, a.configHex, a.shard) < (b.useCase, b.configHex, b.shard)
     }
-}
-
-func hex(_ byte: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
 }

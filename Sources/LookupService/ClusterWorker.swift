@@ -190,7 +190,7 @@ public final class ClusterWorker: Sendable {
 
     private func path(_ key: ShardKey) -> String {
         let safe = key.useCase.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" }
-        return "\(options.dataDirectory)/\(String(safe))/\(key.configID.map { String(format: "%02x", $0) }.joined())/shard-\(key.shard).compact"
+        return "\(options.dataDirectory)/\(String(safe))/\(key.configID.hexString)/shard-\(key.shard).compact"
     }
 
     private func assign(_ assign: Callveil_Cluster_V1_AssignShard) async {

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import LookupProtocol
 import PrivacyPass
 import Synchronization
 
@@ -149,7 +150,7 @@ public final class IssuerKeyRing: Sendable {
     private func save(_ entries: [Entry]) throws {
         var records: [Record] = []
         for entry in entries {
-            let file = "\(entry.tier)-\(entry.issuer.tokenKey.keyID.prefix(8).map { String(format: "%02x", $0) }.joined()).pem"
+            let file = "\(entry.tier)-\(entry.issuer.tokenKey.keyID.prefix(8).hexString).pem"
             let path = "\(directory)/\(file)"
             if !FileManager.default.fileExists(atPath: path) {
                 guard FileManager.default.createFile(atPath: path, contents: Data(entry.issuer.pem.utf8),

@@ -179,7 +179,7 @@ public struct LookupAPI: Sendable {
         guard registry.contains(request.usecase) else { throw LookupError.unknownUseCase }
         let configID = [UInt8](pir.configurationHash)
         guard let version = registry.version(request.usecase, configID: configID) else {
-            throw LookupError(.gone, "Configuration id \(configID.prefix(8).map { String(format: "%02x", $0) }.joined())… no longer available")
+            throw LookupError(.gone, "Configuration id \(configID.prefix(8).hexString)… no longer available")
         }
         guard !pir.hasShardID else { throw LookupError(.notImplemented, "shard_id is not supported; use shard_index") }
         guard keyIdentifier == version.configuration.keyConfigHash else {

@@ -1,4 +1,5 @@
 import Foundation
+import LookupProtocol
 import PrivacyPass
 
 /// Verifies `Authorization: PrivateToken token=…` on the PIR endpoints (SPEC-PIR §7.3, §7.8): parses the token,
@@ -26,7 +27,7 @@ public struct PrivacyPassVerifier: PrivateTokenVerifier {
             throw Self.noToken
         }
         guard let (key, tier) = keys.acceptedKey(keyID: token.tokenKeyID) else {
-            throw LookupError(.unauthorized, "No token key found with key id: \(token.tokenKeyID.map { String(format: "%02x", $0) }.joined())")
+            throw LookupError(.unauthorized, "No token key found with key id: \(token.tokenKeyID.hexString)")
         }
         guard key.verify(token), try await nonces.spend(nonce: token.nonce, keyID: token.tokenKeyID) else { throw Self.failed }
         return tier

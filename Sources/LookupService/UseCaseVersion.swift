@@ -22,5 +22,5 @@ public struct UseCaseVersion: Sendable {
     }
 
     /// The config id (hex), for logs.
-    public var configIDHex: String { configuration.configID.prefix(8).map { String(format: "%02x", $0) }.joined() }
+    public var configIDHex: String { configuration.configID.prefix(8).hexString }
 }
