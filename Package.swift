@@ -2,6 +2,7 @@
 // CallVeil: a scalable backend for iPhone Live Caller ID Lookup.
 //
 // Modules, lowest first (a module never imports one above it):
+//   CKernels       C kernels with run-time CPU dispatch (AVX-512 or portable): 32-bit NTT, the PIR scan block
 //   BFV            modular arithmetic, RNS polynomials, NTT, the BFV scheme, byte serialization
 //   PIR            keyword hashing, cuckoo tables, database encoding, MulPIR server core and client
 //   LookupProtocol protobuf messages of the wire protocol and conversions to engine types
@@ -53,12 +54,15 @@ let package = Package(
     ],
     targets: [
         .target(
+            name: "CKernels",
+            cSettings: [.unsafeFlags(["-O3"])]),
+        .target(
             name: "BFV",
-            dependencies: [.product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: ["CKernels", .product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: optimizedEvenInDebug),
         .target(
             name: "PIR",
-            dependencies: ["BFV", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["BFV", "CKernels", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: optimizedEvenInDebug),
         .target(
             name: "LookupProtocol",
@@ -143,7 +147,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BFVTests",
-            dependencies: ["BFV", "ConformanceSupport"],
+            dependencies: ["BFV", "CKernels", "ConformanceSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "PIRTests",

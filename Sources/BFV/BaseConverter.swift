@@ -16,6 +16,8 @@ struct BaseConverter: Sendable {
     let productInTarget: [UInt64]
     /// `1 / b_i` as doubles.
     let reciprocal: [Double]
+    /// Whether `Σ_i v_i·[B/b_i]_m` always fits 64 bits (every modulus small enough), so pass 2 skips 128-bit sums.
+    let narrowSums: Bool
 
     init(from: [Modulus], to: [Modulus]) throws {
         self.from = from
@@ -41,6 +43,9 @@ struct BaseConverter: Sendable {
         puncturedInTarget = pit
         productInTarget = prodT
         reciprocal = from.map { 1.0 / Double($0.value) }
+        let fromBits = from.map(\.bitWidth).max() ?? 64
+        let toBits = to.map(\.bitWidth).max() ?? 64
+        narrowSums = fromBits + toBits + (64 - UInt64(max(from.count, 1)).leadingZeroBitCount) <= 63
     }
 
     /// Converts `count` values: `input[i * stride + j]` are residues mod `from[i]`; writes
@@ -72,7 +77,8 @@ struct BaseConverter: Sendable {
                         sum[j] += Double(x) * recip
                     }
                 }
-                for j in 0..<count { alpha[j] = UInt64(sum[j].rounded(.toNearestOrAwayFromZero)) }
+                // The sums are non-negative: adding one half and truncating rounds half away from zero.
+                for j in 0..<count { alpha[j] = UInt64(sum[j] + 0.5) }
             }
             // Pass 2: per target modulus.
             for (k, m) in to.enumerated() {
@@ -80,6 +86,14 @@ struct BaseConverter: Sendable {
                 let correction = productInTarget[k]
                 puncturedInTarget.withUnsafeBufferPointer { table in
                     guard let factors = table.baseAddress?.advanced(by: k * l) else { return }
+                    if narrowSums {
+                        for j in 0..<count {
+                            var acc: UInt64 = 0
+                            for i in 0..<l { acc &+= v[i * count + j] &* factors[i] }
+                            dst[j] = m.subtract(m.reduce(acc), m.multiply(alpha[j], correction))
+                        }
+                        return
+                    }
                     for j in 0..<count {
                         var acc: UInt128 = 0
                         for i in 0..<l { acc &+= UInt128(v[i * count + j]) &* UInt128(factors[i]) }

@@ -19,6 +19,8 @@ public final class Context: Sendable {
     let levels: [LevelConstants]
     /// Key-switching constants (the special modulus p is the last key modulus).
     let keySwitching: KeySwitchingConstants?
+    /// The fused 32-bit Galois key switch, when every key modulus has at most 30 bits.
+    public let narrowKeySwitch: NarrowKeySwitch?
 
     /// Builds a context from validated parameters.
     public init(parameters: EncryptionParameters) throws {
@@ -37,7 +39,9 @@ public final class Context: Sendable {
         self.levels = try (1...ctCount).map { k in
             try LevelConstants(context: prefixes[k - 1], plaintextModulus: try Modulus(parameters.plaintextModulus))
         }
-        self.keySwitching = parameters.supportsEvaluationKeys ? try KeySwitchingConstants(keyContext: key) : nil
+        let ks = parameters.supportsEvaluationKeys ? try KeySwitchingConstants(keyContext: key) : nil
+        self.keySwitching = ks
+        self.narrowKeySwitch = NarrowKeySwitch(keyContext: key, ciphertextRows: ctCount, constants: ks)
     }
 
     /// Builds a context for a preset.

@@ -7,7 +7,8 @@
 struct MultiplicationConstants: Sendable {
     /// Most tensor products one scaling may sum (the bound P is sized for).
     static let maxAccumulatedProducts = 1 << 20
-    /// The auxiliary primes P (60-bit, NTT-friendly).
+    /// The auxiliary primes P (30-bit, NTT-friendly: their transforms take the 32-bit kernels and the base
+    /// conversions sum in 64 bits).
     let auxContext: PolyContext
     let qToP: BaseConverter
     let pToQ: BaseConverter
@@ -21,8 +22,8 @@ struct MultiplicationConstants: Sendable {
         let qBits = context.moduli.reduce(0.0) { $0 + log2Approx($1.value) }
         let needed = 2 + log2Approx(t.value) + Double(context.log2Degree) + qBits + 25
             + log2Approx(UInt64(Self.maxAccumulatedProducts))
-        let count = Int((needed / 59).rounded(.up))
-        let primes = Primes.nttPrimes(count: count, bitWidth: 60, degree: context.degree,
+        let count = Int((needed / 29).rounded(.up))
+        let primes = Primes.nttPrimes(count: count, bitWidth: 30, degree: context.degree,
                                       avoiding: Set(context.moduliValues))
         guard primes.count == count else {
             throw HEError.invalidParameters("not enough auxiliary primes for degree \(context.degree)")

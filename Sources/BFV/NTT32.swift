@@ -1,6 +1,8 @@
+import CKernels
+
 /// 32-bit tables of an NTT whose modulus has at most 30 bits (`4q < 2^32`), the case of every Live Caller ID
-/// preset. Butterflies run on `SIMD8<UInt32>` lanes with 32-bit Shoup multiplication, twice the lanes of the
-/// 64-bit path per instruction; results are identical to the 64-bit transform.
+/// preset. Butterflies run in the `CKernels` transforms (AVX-512 when the CPU has it) with 32-bit Shoup
+/// multiplication; results are identical to the 64-bit transform.
 public struct NTT32Tables: Sendable {
     @usableFromInline let q: UInt32
     @usableFromInline let forward: [UInt32]
@@ -24,136 +26,31 @@ public struct NTT32Tables: Sendable {
         inverseDegreeShoup = shoup32(invN)
     }
 
-    /// `v·w mod q` in `[0, 2q)`, lane-wise, with Shoup quotient `ws`.
-    @inlinable @inline(__always)
-    static func mulShoupLazy(_ v: SIMD8<UInt32>, _ w: UInt32, _ ws: UInt32, _ q: UInt32) -> SIMD8<UInt32> {
-        // High halves of v·ws: view the 8 lanes as 4 64-bit words, multiply the even (low) and odd (high) 32-bit
-        // lanes separately (operands known below 2^32, so one pmuludq each), and put each high half back in its
-        // lane: even results shifted down, odd results masked in place.
-        let words = unsafeBitCast(v, to: SIMD4<UInt64>.self)
-        let factor = SIMD4<UInt64>(repeating: UInt64(ws))
-        let low = SIMD4<UInt64>(repeating: 0xFFFF_FFFF)
-        let even = (words & low) &* factor
-        let odd = (words &>> 32) &* factor
-        let qhat = unsafeBitCast((even &>> 32) | (odd & ~low), to: SIMD8<UInt32>.self)
-        return v &* w &- qhat &* q
-    }
-
-    /// Scalar form of `mulShoupLazy`.
+    /// Scalar Shoup product `v·w mod q` in `[0, 2q)`, with Shoup quotient `ws` (the kernels' butterfly step).
     @inlinable @inline(__always)
     static func mulShoupLazy(_ v: UInt32, _ w: UInt32, _ ws: UInt32, _ q: UInt32) -> UInt32 {
         let qhat = UInt32(truncatingIfNeeded: (UInt64(v) &* UInt64(ws)) &>> 32)
         return v &* w &- qhat &* q
     }
 
-    /// Forward transform of `n` values below q in place; outputs fully reduced.
-    @inlinable
-    func forwardInPlace(_ a: UnsafeMutablePointer<UInt32>, count n: Int) {
-        let twoQ = q &* 2
-        let raw = UnsafeMutableRawPointer(a)
-        forward.withUnsafeBufferPointer { wb in
-            forwardShoup.withUnsafeBufferPointer { wsb in
-                guard let w = wb.baseAddress, let ws = wsb.baseAddress else { return }
-                var t = n
-                var m = 1
-                while m < n {
-                    t &>>= 1
-                    var i = 0
-                    while i < m {
-                        let wv = w[m &+ i]
-                        let wsv = ws[m &+ i]
-                        let x = 2 &* i &* t
-                        let y = x &+ t
-                        if t >= 8 {
-                            var j = 0
-                            while j < t {
-                                var u = raw.loadUnaligned(fromByteOffset: (x &+ j) &* 4, as: SIMD8<UInt32>.self)
-                                u = pointwiseMin(u, u &- twoQ)
-                                let v = raw.loadUnaligned(fromByteOffset: (y &+ j) &* 4, as: SIMD8<UInt32>.self)
-                                let prod = Self.mulShoupLazy(v, wv, wsv, q)
-                                raw.storeBytes(of: u &+ prod, toByteOffset: (x &+ j) &* 4, as: SIMD8<UInt32>.self)
-                                raw.storeBytes(of: u &+ twoQ &- prod, toByteOffset: (y &+ j) &* 4, as: SIMD8<UInt32>.self)
-                                j &+= 8
-                            }
-                        } else {
-                            var j = 0
-                            while j < t {
-                                var u = a[x &+ j]
-                                u = Swift.min(u, u &- twoQ)
-                                let prod = Self.mulShoupLazy(a[y &+ j], wv, wsv, q)
-                                a[x &+ j] = u &+ prod
-                                a[y &+ j] = u &+ twoQ &- prod
-                                j &+= 1
-                            }
-                        }
-                        i &+= 1
-                    }
-                    m &<<= 1
-                }
+    /// Forward transform of `n` values below q in place; outputs fully reduced. Runs the AVX-512 kernel when the
+    /// CPU has it, else the portable one (identical results).
+    public func forwardInPlace(_ a: UnsafeMutablePointer<UInt32>, count n: Int) {
+        forward.withUnsafeBufferPointer { w in
+            forwardShoup.withUnsafeBufferPointer { ws in
+                guard let wp = w.baseAddress, let wsp = ws.baseAddress else { return }
+                cv_ntt32_forward(a, n, wp, wsp, q)
             }
-        }
-        var j = 0
-        while j < n {
-            var x = a[j]
-            x = Swift.min(x, x &- twoQ)
-            x = Swift.min(x, x &- q)
-            a[j] = x
-            j &+= 1
         }
     }
 
     /// Inverse transform (with `N^{-1}`) of `n` values below q in place; outputs fully reduced.
-    @inlinable
-    func inverseInPlace(_ a: UnsafeMutablePointer<UInt32>, count n: Int) {
-        let twoQ = q &* 2
-        let raw = UnsafeMutableRawPointer(a)
-        inverse.withUnsafeBufferPointer { wb in
-            inverseShoup.withUnsafeBufferPointer { wsb in
-                guard let w = wb.baseAddress, let ws = wsb.baseAddress else { return }
-                var t = 1
-                var m = n
-                while m > 1 {
-                    let h = m &>> 1
-                    var i = 0
-                    while i < h {
-                        let wv = w[h &+ i]
-                        let wsv = ws[h &+ i]
-                        let x = 2 &* i &* t
-                        let y = x &+ t
-                        if t >= 8 {
-                            var j = 0
-                            while j < t {
-                                let u = raw.loadUnaligned(fromByteOffset: (x &+ j) &* 4, as: SIMD8<UInt32>.self)
-                                let v = raw.loadUnaligned(fromByteOffset: (y &+ j) &* 4, as: SIMD8<UInt32>.self)
-                                let s = u &+ v
-                                raw.storeBytes(of: pointwiseMin(s, s &- twoQ), toByteOffset: (x &+ j) &* 4, as: SIMD8<UInt32>.self)
-                                raw.storeBytes(of: Self.mulShoupLazy(u &+ twoQ &- v, wv, wsv, q),
-                                               toByteOffset: (y &+ j) &* 4, as: SIMD8<UInt32>.self)
-                                j &+= 8
-                            }
-                        } else {
-                            var j = 0
-                            while j < t {
-                                let u = a[x &+ j]
-                                let v = a[y &+ j]
-                                let s = u &+ v
-                                a[x &+ j] = Swift.min(s, s &- twoQ)
-                                a[y &+ j] = Self.mulShoupLazy(u &+ twoQ &- v, wv, wsv, q)
-                                j &+= 1
-                            }
-                        }
-                        i &+= 1
-                    }
-                    t &<<= 1
-                    m = h
-                }
+    public func inverseInPlace(_ a: UnsafeMutablePointer<UInt32>, count n: Int) {
+        inverse.withUnsafeBufferPointer { w in
+            inverseShoup.withUnsafeBufferPointer { ws in
+                guard let wp = w.baseAddress, let wsp = ws.baseAddress else { return }
+                cv_ntt32_inverse(a, n, wp, wsp, q, inverseDegree, inverseDegreeShoup)
             }
-        }
-        var j = 0
-        while j < n {
-            let r = Self.mulShoupLazy(a[j], inverseDegree, inverseDegreeShoup, q)
-            a[j] = Swift.min(r, r &- q)
-            j &+= 1
         }
     }
 }

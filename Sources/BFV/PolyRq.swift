@@ -148,7 +148,8 @@ public struct PolyRq: Sendable, Equatable {
     /// Point-wise product `self *= other`, both in evaluation form over the same context.
     public mutating func multiplyPointwise(_ other: PolyRq) throws {
         guard format == .eval else { throw HEError.incompatibleOperands("point-wise product needs evaluation form") }
-        try combine(other) { $0.multiply($1, $2) }
+        // Residues of moduli up to 32 bits multiply within 64 bits: one Barrett reduction, no 128-bit product.
+        try combine(other) { q, a, b in q.bitWidth <= 32 ? q.reduce(a &* b) : q.multiply(a, b) }
     }
 
     /// Multiplies every row by a per-row scalar (given already reduced per modulus).

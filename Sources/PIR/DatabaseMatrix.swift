@@ -1,37 +1,65 @@
 import BFV
 
-/// One sub-table's plaintexts as a contiguous 32-bit matrix (slot, RNS row, coefficient), the layout the
-/// first-dimension scan streams through. Used when every ciphertext modulus is below 2^31, so a product of two
-/// residues fits 62 bits and up to `2^(64 − 2·bits) − 2` products accumulate in a 64-bit word before a reduction.
+/// One sub-table's plaintexts as a contiguous 32-bit matrix in the order the first-dimension scan reads it.
+///
+/// Slots are grouped by column (`d0` consecutive slots); within a column the words run
+/// `[RNS row][32-coefficient block][slot in column][32 coefficients]`, so one kernel call streams one contiguous
+/// `d0 × 128`-byte block and no two rows it reads alias in the caches. Used when every ciphertext modulus is
+/// below 2^31 (a product of two residues fits 62 bits) and the degree is a multiple of 32.
 struct DatabaseMatrix: Sendable {
-    /// Plaintext slots (`chunkCount · d0 · d1`).
+    /// Coefficients per scan block.
+    static let blockWidth = 32
+    /// Plaintext slots (`chunkCount · d0 · d1`), before padding to whole columns.
     let slots: Int
+    /// Slots per column (`d0`).
+    let columnHeight: Int
     /// RNS rows per plaintext.
     let rows: Int
     /// Ring degree.
     let degree: Int
-    /// `words[(slot · rows + r) · degree + c]`; absent slots are zero and skipped.
+    /// The words, column by column; absent slots are zero and skipped.
     let words: [UInt32]
-    /// Whether each slot holds a nonzero plaintext.
-    let present: [Bool]
+    /// Whether each slot holds a nonzero plaintext (1) or not (0), padded to whole columns.
+    let present: [UInt8]
 
-    /// Whether the narrow layout can hold residues of these moduli.
-    static func supports(_ moduli: [Modulus]) -> Bool { moduli.allSatisfy { $0.bitWidth <= 30 } }
+    /// Whether the narrow layout can hold residues of these moduli at this degree.
+    static func supports(_ moduli: [Modulus], degree: Int) -> Bool {
+        moduli.allSatisfy { $0.bitWidth <= 30 } && degree % blockWidth == 0
+    }
 
-    /// Packs evaluation-form plaintexts (nil = absent) into the matrix.
-    init(plaintexts: [EvalPlaintext?], rows: Int, degree: Int) {
+    /// Words of one column.
+    var columnStride: Int { rows * degree * columnHeight }
+
+    /// Offset of the block `(column, RNS row r, block b)`: `columnHeight × 32` words.
+    func blockOffset(column: Int, row r: Int, block b: Int) -> Int {
+        column * columnStride + (r * (degree / Self.blockWidth) + b) * columnHeight * Self.blockWidth
+    }
+
+    /// Packs evaluation-form plaintexts (nil = absent) into the matrix, `columnHeight` slots per column.
+    init(plaintexts: [EvalPlaintext?], rows: Int, degree: Int, columnHeight: Int) {
+        let height = max(columnHeight, 1)
+        let columns = (plaintexts.count + height - 1) / height
         self.slots = plaintexts.count
+        self.columnHeight = height
         self.rows = rows
         self.degree = degree
-        let stride = rows * degree
-        var words = [UInt32](repeating: 0, count: plaintexts.count * stride)
-        var present = [Bool](repeating: false, count: plaintexts.count)
+        let width = Self.blockWidth
+        let blocks = degree / width
+        var words = [UInt32](repeating: 0, count: columns * rows * degree * height)
+        var present = [UInt8](repeating: 0, count: columns * height)
         words.withUnsafeMutableBufferPointer { dst in
             for (s, pt) in plaintexts.enumerated() {
                 guard let pt else { continue }
-                present[s] = true
+                present[s] = 1
+                let (column, slot) = s.quotientAndRemainder(dividingBy: height)
                 pt.poly.data.withUnsafeBufferPointer { src in
-                    for i in 0..<stride { dst[s * stride + i] = UInt32(truncatingIfNeeded: src[i]) }
+                    for r in 0..<rows {
+                        for b in 0..<blocks {
+                            let base = column * rows * degree * height + ((r * blocks + b) * height + slot) * width
+                            let from = r * degree + b * width
+                            for k in 0..<width { dst[base + k] = UInt32(truncatingIfNeeded: src[from + k]) }
+                        }
+                    }
                 }
             }
         }
@@ -47,6 +75,7 @@ struct DatabaseMatrix: Sendable {
 /// concurrent use is race-free; the wrapper only carries the pointers across the `@Sendable` boundary.
 struct ScanBuffers: @unchecked Sendable {
     let matrix: UnsafePointer<UInt32>
+    let present: UnsafePointer<UInt8>
     let selectors: UnsafePointer<UInt32>
     let output: UnsafeMutablePointer<UInt64>
 }

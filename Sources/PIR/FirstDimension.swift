@@ -1,4 +1,5 @@
 import BFV
+import CKernels
 import Dispatch
 
 /// The first-dimension matrix-vector product (SPEC-PIR §5.3) for a batch of queries on one sub-table:
@@ -17,47 +18,59 @@ struct FirstDimension {
     func compute(selectors: [[Ciphertext]], matrix: DatabaseMatrix, chunk: Int) throws -> [[Ciphertext]] {
         let d0 = parameters.dimensions[0]
         let d1 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
+        guard matrix.columnHeight == d0 else { throw PIRError.invalidParameters("matrix columns differ from d0") }
         let batch = selectors.count
+        let streams = 2 * batch
         let ctx = context.ciphertextContext
         let rows = ctx.rowCount
         let n = context.degree
         let rowStride = rows * n
-        // Selectors as 32-bit words: ((q · d0 + row) · 2 + poly) · rows · n + r · n + c.
-        var selectorWords = [UInt32](repeating: 0, count: batch * d0 * 2 * rowStride)
+        let width = DatabaseMatrix.blockWidth
+        let blocks = n / width
+        // Selectors in scan order: [RNS row][block][selector row][stream = query · 2 + poly][32 coefficients].
+        var selectorWords = [UInt32](repeating: 0, count: rows * blocks * d0 * streams * width)
         selectorWords.withUnsafeMutableBufferPointer { dst in
             for (q, list) in selectors.enumerated() {
                 for (row, ct) in list.enumerated() {
                     for poly in 0..<2 {
-                        let base = ((q * d0 + row) * 2 + poly) * rowStride
+                        let stream = q * 2 + poly
                         ct.polys[poly].data.withUnsafeBufferPointer { src in
-                            for i in 0..<rowStride { dst[base + i] = UInt32(truncatingIfNeeded: src[i]) }
+                            for r in 0..<rows {
+                                for b in 0..<blocks {
+                                    let base = (((r * blocks + b) * d0 + row) * streams + stream) * width
+                                    let from = r * n + b * width
+                                    for k in 0..<width { dst[base + k] = UInt32(truncatingIfNeeded: src[from + k]) }
+                                }
+                            }
                         }
                     }
                 }
             }
         }
         var output = [UInt64](repeating: 0, count: batch * d1 * 2 * rowStride)
-        let block = batch <= 2 ? 512 : 128
-        let blocksPerRow = (n + block - 1) / block
-        let tasks = rows * blocksPerRow
+        let blocksPerTask = 8
+        let tasksPerRow = (blocks + blocksPerTask - 1) / blocksPerTask
+        let tasks = rows * tasksPerRow
         let workers = max(1, min(threads, tasks))
         let moduli = ctx.moduli
-        let slotBase = chunk * parameters.slotsPerChunk
-        let present = matrix.present
+        let firstColumn = chunk * parameters.slotsPerChunk / d0
         matrix.words.withUnsafeBufferPointer { m in
-            selectorWords.withUnsafeBufferPointer { s in
-                output.withUnsafeMutableBufferPointer { o in
-                    guard let mp = m.baseAddress, let sp = s.baseAddress, let op = o.baseAddress else { return }
-                    let buffers = ScanBuffers(matrix: mp, selectors: sp, output: op)
-                    DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                        var task = worker
-                        while task < tasks {
-                            let r = task / blocksPerRow
-                            let c0 = (task % blocksPerRow) * block
-                            let width = min(block, n - c0)
-                            Self.scanTask(buffers: buffers, modulus: moduli[r], r: r, c0: c0, width: width, batch: batch,
-                                          d0: d0, d1: d1, rows: rows, n: n, slotBase: slotBase, present: present)
-                            task += workers
+            matrix.present.withUnsafeBufferPointer { pr in
+                selectorWords.withUnsafeBufferPointer { s in
+                    output.withUnsafeMutableBufferPointer { o in
+                        guard let mp = m.baseAddress, let pp = pr.baseAddress, let sp = s.baseAddress,
+                              let op = o.baseAddress else { return }
+                        let buffers = ScanBuffers(matrix: mp, present: pp, selectors: sp, output: op)
+                        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                            var task = worker
+                            while task < tasks {
+                                let r = task / tasksPerRow
+                                let b0 = (task % tasksPerRow) * blocksPerTask
+                                Self.scanTask(buffers: buffers, matrix: matrix, modulus: moduli[r], r: r,
+                                              blocks: b0..<min(b0 + blocksPerTask, blocks), streams: streams,
+                                              d1: d1, n: n, rowStride: rowStride, firstColumn: firstColumn)
+                                task += workers
+                            }
                         }
                     }
                 }
@@ -74,70 +87,24 @@ struct FirstDimension {
         }
     }
 
-    /// `a0 += s0 ⊙ pt`, `a1 += s1 ⊙ pt` on 8 lanes at a time: 32-bit residues widened to 64-bit products
-    /// (one `pmuludq` per two lanes), no reduction.
-    @inline(__always)
-    static func multiplyAccumulate(a0: UnsafeMutablePointer<UInt64>, a1: UnsafeMutablePointer<UInt64>,
-                                   s0: UnsafePointer<UInt32>, s1: UnsafePointer<UInt32>, pt: UnsafePointer<UInt32>,
-                                   count: Int) {
-        let rawA0 = UnsafeMutableRawPointer(a0)
-        let rawA1 = UnsafeMutableRawPointer(a1)
-        let rawS0 = UnsafeRawPointer(s0)
-        let rawS1 = UnsafeRawPointer(s1)
-        let rawP = UnsafeRawPointer(pt)
-        var i = 0
-        while i &+ 8 <= count {
-            let p = SIMD8<UInt64>(truncatingIfNeeded: rawP.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self))
-            let x0 = SIMD8<UInt64>(truncatingIfNeeded: rawS0.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self))
-            let x1 = SIMD8<UInt64>(truncatingIfNeeded: rawS1.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self))
-            let y0 = rawA0.loadUnaligned(fromByteOffset: i &* 8, as: SIMD8<UInt64>.self) &+ x0 &* p
-            let y1 = rawA1.loadUnaligned(fromByteOffset: i &* 8, as: SIMD8<UInt64>.self) &+ x1 &* p
-            rawA0.storeBytes(of: y0, toByteOffset: i &* 8, as: SIMD8<UInt64>.self)
-            rawA1.storeBytes(of: y1, toByteOffset: i &* 8, as: SIMD8<UInt64>.self)
-            i &+= 8
-        }
-        while i < count {
-            let p = UInt64(pt[i])
-            a0[i] &+= UInt64(s0[i]) &* p
-            a1[i] &+= UInt64(s1[i]) &* p
-            i &+= 1
-        }
-    }
-
-    /// One (RNS row, coefficient block) of every column of every query.
-    static func scanTask(buffers: ScanBuffers, modulus q: Modulus, r: Int, c0: Int, width: Int, batch: Int,
-                         d0: Int, d1: Int, rows: Int, n: Int, slotBase: Int, present: [Bool]) {
-        let rowStride = rows * n
+    /// Blocks `blocks` of RNS row `r`, every column, every query: one kernel call per (column, block).
+    static func scanTask(buffers: ScanBuffers, matrix: DatabaseMatrix, modulus q: Modulus, r: Int, blocks: Range<Int>,
+                         streams: Int, d1: Int, n: Int, rowStride: Int, firstColumn: Int) {
+        let width = DatabaseMatrix.blockWidth
+        let d0 = matrix.columnHeight
         let lazyTerms = (1 << (64 - 2 * q.bitWidth)) - 2
-        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: batch * 2 * width) { acc in
-            guard let a = acc.baseAddress else { return }
-            for col in 0..<d1 {
-                acc.initialize(repeating: 0)
-                var pending = 0
-                for row in 0..<d0 {
-                    let slot = slotBase + col * d0 + row
-                    guard present[slot] else { continue }
-                    let pt = buffers.matrix.advanced(by: slot * rowStride + r * n + c0)
-                    for qi in 0..<batch {
-                        let s0 = buffers.selectors.advanced(by: ((qi * d0 + row) * 2) * rowStride + r * n + c0)
-                        let s1 = s0.advanced(by: rowStride)
-                        let a0 = a.advanced(by: qi * 2 * width)
-                        let a1 = a0.advanced(by: width)
-                        Self.multiplyAccumulate(a0: a0, a1: a1, s0: s0, s1: s1, pt: pt, count: width)
-                    }
-                    pending += 1
-                    if pending == lazyTerms {
-                        for i in 0..<(batch * 2 * width) { a[i] = q.reduce(a[i]) }
-                        pending = 1
-                    }
-                }
-                for qi in 0..<batch {
-                    for poly in 0..<2 {
-                        let dst = buffers.output.advanced(by: ((qi * d1 + col) * 2 + poly) * rowStride + r * n + c0)
-                        let src = a.advanced(by: (qi * 2 + poly) * width)
-                        for i in 0..<width { dst[i] = q.reduce(src[i]) }
-                    }
-                }
+        let q32 = UInt32(truncatingIfNeeded: q.value)
+        let barrett = UInt64.max / q.value
+        let selectorBlock = d0 * streams * width
+        for col in 0..<d1 {
+            let column = firstColumn + col
+            let present = buffers.present.advanced(by: column * d0)
+            for b in blocks {
+                let pt = buffers.matrix.advanced(by: matrix.blockOffset(column: column, row: r, block: b))
+                let sel = buffers.selectors.advanced(by: (r * (n / width) + b) * selectorBlock)
+                let out = buffers.output.advanced(by: col * 2 * rowStride + r * n + b * width)
+                cv_scan_block32(out, d1 * 2 * rowStride, rowStride, pt, present, d0, sel, streams, q32, barrett,
+                                lazyTerms)
             }
         }
     }

@@ -1,4 +1,5 @@
 import BFV
+import CKernels
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -22,8 +23,16 @@ public struct MulPirServer: Sendable {
         case wide([EvalPlaintext?])
     }
 
-    /// A server for one shard; `threads` defaults to every core.
+    /// Tunes the process allocator once (see `cv_tune_allocator`): queries churn through tens of megabytes of
+    /// short-lived buffers, which glibc would otherwise map and fault in afresh each time.
+    private static let allocatorTuned: Bool = {
+        cv_tune_allocator()
+        return true
+    }()
+
+    /// A server for one shard; `threads` defaults to every core. The first server tunes the process allocator.
     public init(context: Context, database: ProcessedDatabase, threads: Int? = nil) throws {
+        _ = Self.allocatorTuned
         guard database.parameters.encryption == context.parameters else {
             throw PIRError.invalidParameters("database and context have different encryption parameters")
         }
@@ -31,9 +40,11 @@ public struct MulPirServer: Sendable {
         self.parameters = database.parameters
         self.threads = max(1, threads ?? Self.coreCount)
         let ctx = context.ciphertextContext
-        let narrow = DatabaseMatrix.supports(ctx.moduli)
+        let narrow = DatabaseMatrix.supports(ctx.moduli, degree: context.degree)
+        let height = database.parameters.dimensions[0]
         self.tables = database.tables.map { table in
-            narrow ? .narrow(DatabaseMatrix(plaintexts: table, rows: ctx.rowCount, degree: context.degree)) : .wide(table)
+            narrow ? .narrow(DatabaseMatrix(plaintexts: table, rows: ctx.rowCount, degree: context.degree,
+                                            columnHeight: height)) : .wide(table)
         }
     }
 
@@ -111,13 +122,17 @@ public struct MulPirServer: Sendable {
             try expand(queries[i].query, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
         }
         timings.expansion += lap()
-        // 2. First dimension per PIR call j and chunk, batched over queries.
+        // 2. First dimension per sub-table and chunk, batched over queries; when every PIR call reads the same
+        //    table (one sub-table), all calls of all queries share one pass over it.
         var columns = [[[[Ciphertext]]]](repeating: [], count: queries.count)  // [query][j][chunk] -> columns
         for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
         let first = FirstDimension(context: context, parameters: p, threads: threads)
-        for j in 0..<p.batchSize {
-            let table = tables.count == 1 ? tables[0] : tables[j]
-            let rowSelectors = expanded.map { list in list[(j * s)..<(j * s + d0)].map { $0.converted(to: .eval) } }
+        let passes: [[Int]] = tables.count == 1 ? [Array(0..<p.batchSize)] : (0..<p.batchSize).map { [$0] }
+        for calls in passes {
+            let table = tables.count == 1 ? tables[0] : tables[calls[0]]
+            // Streams of this pass: (query i, call j) pairs in order.
+            let pairs = queries.indices.flatMap { i in calls.map { j in (i, j) } }
+            let rowSelectors = pairs.map { i, j in expanded[i][(j * s)..<(j * s + d0)].map { $0.converted(to: .eval) } }
             for chunk in 0..<p.chunkCount {
                 let result: [[Ciphertext]]
                 switch table {
@@ -126,11 +141,11 @@ public struct MulPirServer: Sendable {
                 case .wide(let plaintexts):
                     result = try rowSelectors.map { try wideColumns(selectors: $0, plaintexts: plaintexts, chunk: chunk) }
                 }
-                for i in queries.indices { columns[i][j].append(result[i]) }
+                for (k, (i, j)) in pairs.enumerated() { columns[i][j].append(result[k]) }
             }
         }
         timings.firstDimension += lap()
-        timings.scannedBytes += databaseBytes / max(tables.count, 1) * p.batchSize
+        timings.scannedBytes += databaseBytes / max(tables.count, 1) * passes.count
         // 3. Second dimension and modulus switch, one query per thread.
         let firstDimension = columns
         defer { timings.secondDimension += lap() }

@@ -41,7 +41,113 @@ public struct QueryExpansion: Sendable {
     public func expand(_ ciphertext: Ciphertext, count: Int) throws -> [Ciphertext] {
         guard count >= 1, count <= context.degree else { throw PIRError.invalidQuery("expansion to \(count) outputs") }
         let height = ceilLog2(count)
-        return try expand(ciphertext.converted(to: .coeff), count: count, level: 1, height: height, threads: threads)
+        let coeff = ciphertext.converted(to: .coeff)
+        if let ks = context.narrowKeySwitch, coeff.polys.count == 2, coeff.moduliCount == ks.rows {
+            return try expandNarrow(coeff, count: count, height: height, kernel: ks)
+        }
+        return try expand(coeff, count: count, level: 1, height: height, threads: threads)
+    }
+
+    /// The expansion tree on 32-bit words with the fused Galois kernel: no allocation inside a node.
+    private func expandNarrow(_ c: Ciphertext, count: Int, height: Int, kernel: NarrowKeySwitch) throws -> [Ciphertext] {
+        let n = context.degree
+        let rows = kernel.rows
+        var root = [UInt32](repeating: 0, count: kernel.ciphertextWords)
+        for (poly, p) in c.polys.enumerated() {
+            for i in 0..<(rows * n) { root[poly * rows * n + i] = UInt32(truncatingIfNeeded: p.data[i]) }
+        }
+        let leaves = try expandNarrow(root, count: count, level: 1, height: height, threads: threads, kernel: kernel,
+                                      scratch: kernel.makeScratch())
+        let ctx = context.ciphertextContext
+        return try leaves.map { words in
+            let polys = try (0..<2).map { poly in
+                try PolyRq(context: ctx, format: .coeff,
+                           data: words[(poly * rows * n)..<((poly + 1) * rows * n)].map { UInt64($0) })
+            }
+            return try Ciphertext(context: context, polys: polys)
+        }
+    }
+
+    private func expandNarrow(_ c: [UInt32], count: Int, level: Int, height: Int, threads: Int,
+                              kernel: NarrowKeySwitch, scratch: NarrowKeySwitch.Scratch) throws -> [[UInt32]] {
+        if count == 1 {
+            guard level <= height else { return [c] }
+            // The last level's doubling: c + c.
+            let n = context.degree
+            var doubled = c
+            for poly in 0..<2 {
+                for (r, q) in kernel.moduli.enumerated() {
+                    let base = (poly * kernel.rows + r) * n
+                    for i in base..<(base + n) {
+                        let s = c[i] &+ c[i]
+                        doubled[i] = s >= q ? s &- q : s
+                    }
+                }
+            }
+            return [doubled]
+        }
+        let second = count / 2
+        let first = count - second
+        let (p0, p1) = try splitNarrow(c, level: level, kernel: kernel, scratch: scratch)
+        let a: [[UInt32]]
+        let b: [[UInt32]]
+        if threads > 1, count >= 4 {
+            let halves = [(p0, first), (p1, second)]
+            let slots = ResultSlots<[[UInt32]]>(count: 2)
+            DispatchQueue.concurrentPerform(iterations: 2) { i in
+                slots.set(i, Result {
+                    try expandNarrow(halves[i].0, count: halves[i].1, level: level + 1, height: height,
+                                     threads: threads / 2, kernel: kernel, scratch: kernel.makeScratch())
+                })
+            }
+            let results = try slots.values()
+            (a, b) = (results[0], results[1])
+        } else {
+            a = try expandNarrow(p0, count: first, level: level + 1, height: height, threads: 1, kernel: kernel,
+                                 scratch: scratch)
+            b = try expandNarrow(p1, count: second, level: level + 1, height: height, threads: 1, kernel: kernel,
+                                 scratch: scratch)
+        }
+        var out: [[UInt32]] = []
+        out.reserveCapacity(count)
+        for i in 0..<second {
+            out.append(a[i])
+            out.append(b[i])
+        }
+        out.append(contentsOf: a[second...])
+        return out
+    }
+
+    private func splitNarrow(_ c: [UInt32], level: Int, kernel: NarrowKeySwitch,
+                             scratch: NarrowKeySwitch.Scratch) throws -> ([UInt32], [UInt32]) {
+        let (g, repetitions) = try plan(level: level)
+        guard let key = evaluationKey.galoisKeys[g] else { throw PIRError.missingEvaluationKey("Galois key \(g)") }
+        let words = kernel.ciphertextWords
+        var rotated = c
+        var spare = [UInt32](repeating: 0, count: words)
+        for _ in 0..<repetitions {
+            try rotated.withUnsafeBufferPointer { src in
+                try spare.withUnsafeMutableBufferPointer { dst in
+                    guard let s = src.baseAddress, let d = dst.baseAddress else { return }
+                    try kernel.applyGalois(d, s, element: g, key: key, scratch: scratch)
+                }
+            }
+            swap(&rotated, &spare)
+        }
+        var even = spare
+        var odd = [UInt32](repeating: 0, count: words)
+        c.withUnsafeBufferPointer { cp in
+            rotated.withUnsafeBufferPointer { rp in
+                even.withUnsafeMutableBufferPointer { ep in
+                    odd.withUnsafeMutableBufferPointer { op in
+                        guard let cb = cp.baseAddress, let rb = rp.baseAddress, let eb = ep.baseAddress,
+                              let ob = op.baseAddress else { return }
+                        kernel.combine(even: eb, odd: ob, c: cb, r: rb, shift: 1 << (level - 1))
+                    }
+                }
+            }
+        }
+        return (even, odd)
     }
 
     private func expand(_ c: Ciphertext, count: Int, level: Int, height: Int, threads: Int) throws -> [Ciphertext] {

@@ -19,7 +19,7 @@ public enum ShardFile {
     /// Serializes a processed database whose moduli fit 30 bits, with `parameterBlob` stored alongside.
     public static func serialize(_ database: ProcessedDatabase, parameterBlob: [UInt8], context: Context) throws -> [UInt8] {
         let ctx = context.ciphertextContext
-        guard DatabaseMatrix.supports(ctx.moduli) else {
+        guard ctx.moduli.allSatisfy({ $0.bitWidth <= 30 }) else {
             throw PIRError.invalidParameters("the shard file stores 32-bit residues; moduli above 30 bits are not supported")
         }
         let rows = ctx.rowCount

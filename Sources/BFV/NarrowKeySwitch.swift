@@ -1,0 +1,132 @@
+import CKernels
+
+/// Galois automorphisms with key switching on 32-bit coefficient-form words, through the fused `CKernels` kernel:
+/// the allocation-free path query expansion runs once per tree node. Available when every key modulus has at
+/// most 30 bits (every Live Caller ID preset); results equal `Context.applyGalois` word for word.
+public final class NarrowKeySwitch: @unchecked Sendable {
+    /// Ring degree.
+    public let degree: Int
+    /// Ciphertext moduli (rows per polynomial).
+    public let rows: Int
+    /// The ciphertext moduli's values as 32-bit words.
+    public let moduli: [UInt32]
+    let keyRows: Int
+    // Immutable after init; every pointer below is owned by this object and freed in deinit.
+    private let storage: UnsafeMutableRawPointer
+    private let params: UnsafeMutablePointer<cv_keyswitch_params>
+
+    /// Prepares the constants for a context's key moduli (`ciphertextRows` of them plus the special modulus), or
+    /// nil when a modulus is wider than 30 bits, the degree is below 32 or there is no special modulus.
+    init?(keyContext key: PolyContext, ciphertextRows l: Int, constants: KeySwitchingConstants?) {
+        guard let ks = constants, key.degree >= 32, l + 1 == key.rowCount else { return nil }
+        var tables: [NTT32Tables] = []
+        for row in 0..<key.rowCount {
+            guard let t = key.ntt[row]?.narrow else { return nil }
+            tables.append(t)
+        }
+        let n = key.degree
+        degree = n
+        rows = l
+        keyRows = key.rowCount
+        moduli = key.moduli.prefix(l).map { UInt32(truncatingIfNeeded: $0.value) }
+        let m = l + 1
+        // Layout: 4 twiddle tables of n words per modulus, then the small arrays.
+        let wordCount = 4 * m * n + 3 * m + 3 * l + m
+        let pointerCount = 4 * m
+        let bytes = wordCount * 4 + 2 * m * 8 + pointerCount * 8 + 64
+        storage = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+        let words = storage.bindMemory(to: UInt32.self, capacity: wordCount)
+        let wides = (storage + wordCount * 4).alignedUp(for: UInt64.self).bindMemory(to: UInt64.self, capacity: 2 * m)
+        let pointers = UnsafeMutableRawPointer(wides + 2 * m).bindMemory(to: UnsafePointer<UInt32>?.self,
+                                                                         capacity: pointerCount)
+        for (k, t) in tables.enumerated() {
+            for (i, table) in [t.forward, t.forwardShoup, t.inverse, t.inverseShoup].enumerated() {
+                let dst = words + (4 * k + i) * n
+                table.withUnsafeBufferPointer { src in
+                    for j in 0..<n { dst[j] = src[j] }
+                }
+                pointers[i * m + k] = UnsafePointer(dst)
+            }
+        }
+        let small = words + 4 * m * n
+        let modulusWords = small, invN = small + m, invNShoup = small + 2 * m
+        let pInv = small + 3 * m, pInvShoup = pInv + l, halfModQ = pInvShoup + l
+        for (k, t) in tables.enumerated() {
+            modulusWords[k] = t.q
+            invN[k] = t.inverseDegree
+            invNShoup[k] = t.inverseDegreeShoup
+            let q = UInt64(t.q)
+            wides[k] = UInt64.max / q
+            wides[m + k] = (UInt64(1) << 32) / q
+        }
+        for i in 0..<l {
+            let q = UInt64(modulusWords[i])
+            pInv[i] = UInt32(truncatingIfNeeded: ks.specialInverse[i])
+            pInvShoup[i] = UInt32(truncatingIfNeeded: (ks.specialInverse[i] << 32) / q)
+            halfModQ[i] = UInt32(truncatingIfNeeded: ks.specialHalf[i])
+        }
+        params = UnsafeMutablePointer<cv_keyswitch_params>.allocate(capacity: 1)
+        params.initialize(to: cv_keyswitch_params(
+            n: n, l: l, moduli: modulusWords,
+            fwd: pointers, fwd_shoup: pointers + m, inv: pointers + 2 * m, inv_shoup: pointers + 3 * m,
+            inv_n: invN, inv_n_shoup: invNShoup, barrett64: wides, barrett32: wides + m,
+            p_inv: pInv, p_inv_shoup: pInvShoup, half_mod_q: halfModQ))
+    }
+
+    deinit {
+        params.deallocate()
+        storage.deallocate()
+    }
+
+    /// Words of one ciphertext: 2 polynomials × `rows` × `degree`.
+    public var ciphertextWords: Int { 2 * rows * degree }
+
+    /// Per-thread scratch for `applyGalois`.
+    public final class Scratch {
+        let words: UnsafeMutablePointer<UInt32>
+        let wides: UnsafeMutablePointer<UInt64>
+
+        init(params: UnsafePointer<cv_keyswitch_params>) {
+            words = .allocate(capacity: cv_keyswitch_scratch32(params))
+            wides = .allocate(capacity: cv_keyswitch_scratch64(params))
+        }
+
+        deinit {
+            words.deallocate()
+            wides.deallocate()
+        }
+    }
+
+    /// Fresh scratch buffers (one per thread).
+    public func makeScratch() -> Scratch { Scratch(params: params) }
+
+    /// `out = σ_g(input)` key-switched back to the secret key with `key`, both in coefficient form
+    /// (`ciphertextWords` words, distinct buffers).
+    public func applyGalois(_ out: UnsafeMutablePointer<UInt32>, _ input: UnsafePointer<UInt32>, element g: Int,
+                            key: KeySwitchKey, scratch: Scratch) throws {
+        guard let narrow = key.narrow, narrow.count == rows else {
+            throw HEError.incompatibleOperands("the key has no 32-bit form for \(rows) moduli")
+        }
+        guard g > 0, g < 2 * degree, g & 1 == 1 else { throw HEError.incompatibleOperands("Galois element \(g)") }
+        Self.withPointers(narrow) { keys in
+            keys.withUnsafeBufferPointer { kp in
+                cv_galois_keyswitch32(out, input, g, params, kp.baseAddress, keyRows, scratch.words, scratch.wides)
+            }
+        }
+    }
+
+    /// One expansion split: `even = c + r`, `odd = (c − r)·x^{−shift}`, coefficient form, `0 < shift < degree`.
+    public func combine(even: UnsafeMutablePointer<UInt32>, odd: UnsafeMutablePointer<UInt32>,
+                        c: UnsafePointer<UInt32>, r: UnsafePointer<UInt32>, shift: Int) {
+        moduli.withUnsafeBufferPointer { m in
+            cv_expand_combine32(even, odd, c, r, degree, rows, m.baseAddress, shift)
+        }
+    }
+
+    /// Calls `body` with base pointers of every array (all non-empty).
+    private static func withPointers<R>(_ arrays: [[UInt32]], _ prefix: [UnsafePointer<UInt32>?] = [],
+                                        _ body: ([UnsafePointer<UInt32>?]) -> R) -> R {
+        guard prefix.count < arrays.count else { return body(prefix) }
+        return arrays[prefix.count].withUnsafeBufferPointer { p in withPointers(arrays, prefix + [p.baseAddress], body) }
+    }
+}

@@ -1,0 +1,164 @@
+// Galois automorphism and key switching on 32-bit residues, fused so a query-expansion node costs its NTTs and
+// a few linear passes, with no allocation: the same arithmetic as `Context.keySwitch`, word for word.
+#include "CKernels.h"
+
+static inline uint32_t reduce32(uint64_t x, uint32_t m, uint64_t barrett64) {
+    uint64_t qhat = (uint64_t)(((unsigned __int128)x * barrett64) >> 64);
+    uint64_t r = x - qhat * m;
+    return (uint32_t)(r >= m ? r - m : r);
+}
+
+static inline uint32_t reduce_small(uint32_t x, uint32_t m, uint64_t barrett32) {
+    uint32_t qhat = (uint32_t)(((uint64_t)x * barrett32) >> 32);
+    uint32_t r = x - qhat * m;
+    return r >= m ? r - m : r;
+}
+
+size_t cv_keyswitch_scratch32(const cv_keyswitch_params *pp) { return (4 * pp->l + 3) * pp->n; }
+size_t cv_keyswitch_scratch64(const cv_keyswitch_params *pp) { return 2 * pp->n; }
+
+// Lane loops are written once and compiled twice: for the baseline target and for AVX-512F.
+#define CV_DIGIT_PRODUCTS(NAME, ATTR)                                                                           \
+ATTR static void NAME(uint64_t *restrict a0, uint64_t *restrict a1, const uint32_t *restrict d,                  \
+                      const uint32_t *restrict k0, const uint32_t *restrict k1, size_t n) {                      \
+    for (size_t i = 0; i < n; i++) {                                                                            \
+        a0[i] += (uint64_t)d[i] * k0[i];                                                                        \
+        a1[i] += (uint64_t)d[i] * k1[i];                                                                        \
+    }                                                                                                           \
+}
+
+#define CV_DROP_SPECIAL(NAME, ATTR)                                                                             \
+ATTR static void NAME(uint32_t *restrict out, const uint32_t *restrict x, const uint32_t *restrict xp,           \
+                      const uint32_t *restrict add, size_t n, uint32_t q, uint64_t q_barrett32, uint32_t p,       \
+                      uint32_t half, uint32_t half_q, uint32_t p_inv, uint32_t p_inv_shoup) {                    \
+    for (size_t j = 0; j < n; j++) {                                                                            \
+        uint32_t y = xp[j] + half;                                                                              \
+        y = y >= p ? y - p : y;                                                                                 \
+        uint32_t ym = (uint32_t)(((uint64_t)y * q_barrett32) >> 32);                                            \
+        ym = y - ym * q;                                                                                        \
+        ym = ym >= q ? ym - q : ym;                                                                              \
+        uint32_t v = x[j] + half_q;                                                                             \
+        v = v >= q ? v - q : v;                                                                                 \
+        v = v >= ym ? v - ym : v + q - ym;                                                                      \
+        uint32_t qhat = (uint32_t)(((uint64_t)v * p_inv_shoup) >> 32);                                          \
+        uint32_t r = v * p_inv - qhat * q;                                                                      \
+        r = r >= q ? r - q : r;                                                                                 \
+        if (add) {                                                                                              \
+            r += add[j];                                                                                        \
+            r = r >= q ? r - q : r;                                                                             \
+        }                                                                                                       \
+        out[j] = r;                                                                                             \
+    }                                                                                                           \
+}
+
+#define CV_COMBINE(NAME, ATTR)                                                                                  \
+ATTR static void NAME(uint32_t *restrict even, uint32_t *restrict odd, const uint32_t *restrict c,               \
+                      const uint32_t *restrict r, size_t n, uint32_t q, size_t shift) {                          \
+    for (size_t j = 0; j < n; j++) {                                                                            \
+        uint32_t s = c[j] + r[j];                                                                               \
+        even[j] = s >= q ? s - q : s;                                                                           \
+    }                                                                                                           \
+    /* (c − r)·x^{−shift}: coefficient j moves to j − shift, negated when it wraps. */                          \
+    for (size_t j = shift; j < n; j++) {                                                                        \
+        uint32_t d = c[j] >= r[j] ? c[j] - r[j] : c[j] + q - r[j];                                               \
+        odd[j - shift] = d;                                                                                     \
+    }                                                                                                           \
+    for (size_t j = 0; j < shift; j++) {                                                                        \
+        uint32_t d = c[j] >= r[j] ? c[j] - r[j] : c[j] + q - r[j];                                               \
+        odd[j + n - shift] = d == 0 ? 0 : q - d;                                                                \
+    }                                                                                                           \
+}
+
+CV_DIGIT_PRODUCTS(digit_products_portable, )
+CV_DROP_SPECIAL(drop_special_portable, )
+CV_COMBINE(combine_portable, )
+
+#if defined(__x86_64__)
+#define AVX512 __attribute__((target("avx512f")))
+CV_DIGIT_PRODUCTS(digit_products_avx512, AVX512)
+CV_DROP_SPECIAL(drop_special_avx512, AVX512)
+CV_COMBINE(combine_avx512, AVX512)
+#define CV_PICK(name) (cv_active_level() >= CV_LEVEL_AVX512 ? name##_avx512 : name##_portable)
+#else
+#define CV_PICK(name) name##_portable
+#endif
+
+void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element,
+                           const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
+                           uint32_t *scratch32, uint64_t *scratch64) {
+    const size_t n = pp->n, l = pp->l, two_n = 2 * n, mask = two_n - 1;
+    uint32_t *rot0 = scratch32;                 // σ(c0), l rows
+    uint32_t *rot1 = scratch32 + l * n;         // σ(c1), l rows
+    uint32_t *ks = rot1 + l * n;                // key-switch output: 2 × (l + 1) rows
+    uint32_t *digit = ks + 2 * (l + 1) * n;     // one digit row
+    uint64_t *acc0 = scratch64, *acc1 = scratch64 + n;
+    // σ_g on both polynomials: coefficient i goes to i·g mod 2n, negated past n.
+    for (size_t poly = 0; poly < 2; poly++) {
+        uint32_t *dst = poly == 0 ? rot0 : rot1;
+        for (size_t row = 0; row < l; row++) {
+            const uint32_t q = pp->moduli[row];
+            const uint32_t *src = in + (poly * l + row) * n;
+            uint32_t *d = dst + row * n;
+            size_t e = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t v = src[i];
+                if (e < n) d[e] = v; else d[e - n] = v == 0 ? 0 : q - v;
+                e = (e + galois_element) & mask;
+            }
+        }
+    }
+    void (*products)(uint64_t *, uint64_t *, const uint32_t *, const uint32_t *, const uint32_t *, size_t) =
+        CV_PICK(digit_products);
+    for (size_t k = 0; k <= l; k++) {
+        const size_t key_row = k < l ? k : key_rows - 1;
+        const uint32_t m = pp->moduli[k];
+        for (size_t i = 0; i < n; i++) { acc0[i] = 0; acc1[i] = 0; }
+        for (size_t j = 0; j < l; j++) {
+            const uint32_t *src = rot1 + j * n;
+            if (pp->moduli[j] > m) {
+                for (size_t i = 0; i < n; i++) digit[i] = reduce_small(src[i], m, pp->barrett32[k]);
+            } else {
+                for (size_t i = 0; i < n; i++) digit[i] = src[i];
+            }
+            cv_ntt32_forward(digit, n, pp->fwd[k], pp->fwd_shoup[k], m);
+            const uint32_t *kj = key[j];
+            products(acc0, acc1, digit, kj + key_row * n, kj + (key_rows + key_row) * n, n);
+            if (j % 8 == 7) {
+                for (size_t i = 0; i < n; i++) {
+                    acc0[i] = reduce32(acc0[i], m, pp->barrett64[k]);
+                    acc1[i] = reduce32(acc1[i], m, pp->barrett64[k]);
+                }
+            }
+        }
+        uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
+        for (size_t i = 0; i < n; i++) {
+            o0[i] = reduce32(acc0[i], m, pp->barrett64[k]);
+            o1[i] = reduce32(acc1[i], m, pp->barrett64[k]);
+        }
+        cv_ntt32_inverse(o0, n, pp->inv[k], pp->inv_shoup[k], m, pp->inv_n[k], pp->inv_n_shoup[k]);
+        cv_ntt32_inverse(o1, n, pp->inv[k], pp->inv_shoup[k], m, pp->inv_n[k], pp->inv_n_shoup[k]);
+    }
+    // Divide by p with rounding; c0 gains σ(c0).
+    void (*drop)(uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, size_t, uint32_t, uint64_t,
+                 uint32_t, uint32_t, uint32_t, uint32_t, uint32_t) = CV_PICK(drop_special);
+    const uint32_t p = pp->moduli[l];
+    for (size_t poly = 0; poly < 2; poly++) {
+        const uint32_t *x = ks + poly * (l + 1) * n;
+        for (size_t i = 0; i < l; i++) {
+            drop(out + (poly * l + i) * n, x + i * n, x + l * n, poly == 0 ? rot0 + i * n : 0, n,
+                 pp->moduli[i], pp->barrett32[i], p, p / 2, pp->half_mod_q[i], pp->p_inv[i], pp->p_inv_shoup[i]);
+        }
+    }
+}
+
+void cv_expand_combine32(uint32_t *even, uint32_t *odd, const uint32_t *c, const uint32_t *r, size_t n, size_t l,
+                         const uint32_t *moduli, size_t shift) {
+    void (*combine)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, size_t, uint32_t, size_t) =
+        CV_PICK(combine);
+    for (size_t poly = 0; poly < 2; poly++) {
+        for (size_t row = 0; row < l; row++) {
+            const size_t o = (poly * l + row) * n;
+            combine(even + o, odd + o, c + o, r + o, n, moduli[row], shift);
+        }
+    }
+}

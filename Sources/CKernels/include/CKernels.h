@@ -1,0 +1,85 @@
+// Hand-vectorized kernels for the BFV engine and the PIR scan, selected at run time by CPU feature.
+//
+// Each entry point has a portable implementation and, where the CPU offers AVX-512F, a vector one; both give
+// identical results. Swift callers pass contiguous buffers and precomputed constants (Shoup quotients,
+// Barrett factors); the kernels allocate nothing.
+#ifndef CKERNELS_H
+#define CKERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Keeps buffers up to 32 MiB in the malloc heap and freed memory up to 512 MiB in the process (glibc), so the
+/// per-query ciphertext buffers are reused instead of page-faulted in afresh; a no-op elsewhere.
+void cv_tune_allocator(void);
+
+/// Vector levels a kernel may use.
+typedef enum {
+    CV_LEVEL_PORTABLE = 0,
+    CV_LEVEL_AVX512 = 1,
+} cv_level;
+
+/// The best level this CPU supports (checked once with cpuid).
+cv_level cv_cpu_level(void);
+
+/// The level the kernels use: the CPU's best unless lowered with `cv_set_level` (tests compare the paths).
+cv_level cv_active_level(void);
+
+/// Caps the level the kernels use; returns the level now active (never above the CPU's).
+cv_level cv_set_level(cv_level level);
+
+/// Forward negacyclic NTT of `n` (a power of two, at least 32) residues below `q` in place, `q < 2^30`.
+/// `w`/`ws` are the bit-reversed twiddles and their 32-bit Shoup quotients; outputs are fully reduced.
+void cv_ntt32_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q);
+
+/// Inverse negacyclic NTT including the factor `n^{-1}` (`inv_n`, Shoup `inv_n_shoup`); outputs fully reduced.
+void cv_ntt32_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
+                      uint32_t inv_n, uint32_t inv_n_shoup);
+
+/// The first-dimension scan of one 32-coefficient block of one column for `streams` selector polynomials:
+/// `out[s] = Σ_row pt[row] ⊙ sel[row][s] mod q` (32 coefficients each).
+///
+/// `pt` is `[rows][32]`, `sel` is `[rows][streams][32]`; rows whose `present` byte is 0 are skipped. Products
+/// accumulate in 64-bit lanes for at most `lazy` rows between reductions. Stream `s` writes 32 reduced values
+/// to `out + (s / 2) * out_pair_stride + (s % 2) * out_poly_stride`. `barrett` is `floor(2^64 / q)`.
+void cv_scan_block32(uint64_t *out, size_t out_pair_stride, size_t out_poly_stride,
+                     const uint32_t *pt, const uint8_t *present, size_t rows,
+                     const uint32_t *sel, size_t streams,
+                     uint32_t q, uint64_t barrett, size_t lazy);
+
+/// Constants of 32-bit key switching with one special modulus over `l` ciphertext moduli (all below 2^30).
+/// Arrays of length `l + 1` are indexed by modulus, the special modulus `p` last.
+typedef struct {
+    size_t n;                          ///< ring degree (a power of two, at least 32)
+    size_t l;                          ///< ciphertext moduli
+    const uint32_t *moduli;            ///< q_0 … q_{l-1}, p
+    const uint32_t *const *fwd;        ///< forward twiddles per modulus
+    const uint32_t *const *fwd_shoup;  ///< their Shoup quotients
+    const uint32_t *const *inv;        ///< inverse twiddles per modulus
+    const uint32_t *const *inv_shoup;  ///< their Shoup quotients
+    const uint32_t *inv_n;             ///< n^{-1} per modulus
+    const uint32_t *inv_n_shoup;       ///< its Shoup quotient
+    const uint64_t *barrett64;         ///< floor(2^64 / m) per modulus
+    const uint64_t *barrett32;         ///< floor(2^32 / m) per modulus
+    const uint32_t *p_inv;             ///< p^{-1} mod q_i (l values)
+    const uint32_t *p_inv_shoup;       ///< its Shoup quotients
+    const uint32_t *half_mod_q;        ///< floor(p / 2) mod q_i (l values)
+} cv_keyswitch_params;
+
+/// Words of scratch `cv_galois_keyswitch32` needs: 32-bit words then 64-bit words.
+size_t cv_keyswitch_scratch32(const cv_keyswitch_params *pp);
+size_t cv_keyswitch_scratch64(const cv_keyswitch_params *pp);
+
+/// `σ_g` of a ciphertext followed by key switching back to the secret key, all in coefficient form:
+/// `in`/`out` are 2 polynomials × `l` rows × `n` words (distinct buffers). `key[j]` is digit j's key ciphertext,
+/// `[2][key_rows][n]`, its last row over p.
+void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element,
+                           const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
+                           uint32_t *scratch32, uint64_t *scratch64);
+
+/// One expansion split: `even = c + r`, `odd = (c − r) · x^{−shift}` (negacyclic), for 2 polynomials × `l` rows
+/// of `n` words in coefficient form, `0 < shift < n`.
+void cv_expand_combine32(uint32_t *even, uint32_t *odd, const uint32_t *c, const uint32_t *r, size_t n, size_t l,
+                         const uint32_t *moduli, size_t shift);
+
+#endif

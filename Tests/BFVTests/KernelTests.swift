@@ -1,0 +1,101 @@
+import BFV
+import CKernels
+import Testing
+
+/// The C kernels against their portable forms and the Swift engine: the AVX-512 and portable paths must give the
+/// same words, and the fused 32-bit Galois key switch must equal `Context.applyGalois`.
+@Suite("CKernels: vector and portable paths agree", .serialized)
+struct KernelTests {
+    /// Runs `body` at each level this CPU offers, restoring the CPU's level afterwards.
+    static func atEveryLevel<T>(_ body: () throws -> T) rethrows -> [T] {
+        defer { _ = cv_set_level(CV_LEVEL_AVX512) }
+        var results: [T] = []
+        let levels = cv_cpu_level() == CV_LEVEL_AVX512 ? [CV_LEVEL_PORTABLE, CV_LEVEL_AVX512] : [CV_LEVEL_PORTABLE]
+        for level in levels {
+            _ = cv_set_level(level)
+            results.append(try body())
+        }
+        return results
+    }
+
+    @Test("32-bit NTT: forward and inverse at every level, round trip", arguments: [
+        ParameterPreset.n_4096_logq_27_28_28_logt_5, .n_4096_logq_27_28_28_logt_16, .insecure_n_8_logq_5x18_logt_5,
+    ])
+    func ntt(preset: ParameterPreset) throws {
+        let context = try Context(preset: preset)
+        let ctx = context.keyContext
+        var rng = SystemRandomNumberGenerator()
+        let data = ctx.moduli.flatMap { q in (0..<context.degree).map { _ in UInt64.random(in: 0..<q.value, using: &rng) } }
+        let poly = try PolyRq(context: ctx, format: .coeff, data: data)
+        let results = Self.atEveryLevel { () -> ([UInt64], [UInt64]) in
+            let eval = poly.converted(to: .eval)
+            return (eval.data, eval.converted(to: .coeff).data)
+        }
+        for (eval, back) in results {
+            #expect(eval == results[0].0)
+            #expect(back == data)
+        }
+        #expect(results[0].0 != data)
+    }
+
+    @Test("fused Galois key switch equals applyGalois, at every level")
+    func galoisKeySwitch() throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let kernel = try #require(context.narrowKeySwitch)
+        let secretKey = SecretKey(context: context)
+        let n = context.degree
+        let elements = [n + 1, n / 2 + 1, 3]
+        let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: elements, hasRelinearizationKey: false),
+                                    secretKey: secretKey)
+        var rng = SystemRandomNumberGenerator()
+        let values = (0..<n).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
+        let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: .coeff)
+        let input = ct.polys.flatMap { $0.data.map { UInt32($0) } }
+        for g in elements {
+            let expected = try context.applyGalois(ct, element: g, key: key).converted(to: .coeff)
+            let expectedWords = expected.polys.flatMap { $0.data.map { UInt32($0) } }
+            let ksk = try #require(key.galoisKeys[g])
+            let outputs = try Self.atEveryLevel { () -> [UInt32] in
+                var out = [UInt32](repeating: 0, count: kernel.ciphertextWords)
+                try input.withUnsafeBufferPointer { src in
+                    try out.withUnsafeMutableBufferPointer { dst in
+                        try kernel.applyGalois(dst.baseAddress!, src.baseAddress!, element: g, key: ksk,
+                                               scratch: kernel.makeScratch())
+                    }
+                }
+                return out
+            }
+            for out in outputs { #expect(out == expectedWords, "element \(g)") }
+        }
+    }
+
+    @Test("scan block: every level equals the plain sum of products mod q", arguments: [1, 2, 3, 4, 7])
+    func scanBlock(streams: Int) throws {
+        var rng = SystemRandomNumberGenerator()
+        let q: UInt32 = 268_369_921
+        let rows = 37
+        let lazy = 5  // forces several reductions inside the block
+        let pt = (0..<(rows * 32)).map { _ in UInt32.random(in: 0..<q, using: &rng) }
+        let sel = (0..<(rows * streams * 32)).map { _ in UInt32.random(in: 0..<q, using: &rng) }
+        let present = (0..<rows).map { UInt8($0 % 5 == 3 ? 0 : 1) }
+        var expected = [UInt64](repeating: 0, count: streams * 32)
+        for s in 0..<streams {
+            for k in 0..<32 {
+                var sum: UInt64 = 0
+                for r in 0..<rows where present[r] == 1 {
+                    sum = (sum + UInt64(pt[r * 32 + k]) * UInt64(sel[(r * streams + s) * 32 + k]) % UInt64(q)) % UInt64(q)
+                }
+                expected[s * 32 + k] = sum
+            }
+        }
+        let outputs = Self.atEveryLevel { () -> [UInt64] in
+            // Streams land as (pair, poly) = (s / 2, s % 2): pairs 64 words apart, polys 32.
+            var out = [UInt64](repeating: .max, count: ((streams + 1) / 2) * 64)
+            out.withUnsafeMutableBufferPointer { o in
+                cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, sel, streams, q, UInt64.max / UInt64(q), lazy)
+            }
+            return Array(out.prefix(streams * 32))
+        }
+        for out in outputs { #expect(out == expected) }
+    }
+}
