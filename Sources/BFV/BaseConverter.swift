@@ -1,3 +1,5 @@
+import CKernels
+
 /// Exact RNS base conversion with a floating-point correction (HPS style): the centred representative of a
 /// value given modulo `B = Π from` is re-expressed modulo each target modulus.
 ///
@@ -18,6 +20,19 @@ struct BaseConverter: Sendable {
     let reciprocal: [Double]
     /// Whether `Σ_i v_i·[B/b_i]_m` always fits 64 bits (every modulus small enough), so pass 2 skips 128-bit sums.
     let narrowSums: Bool
+    /// 32-bit tables for the `CKernels` conversion, when every modulus on both sides has at most 30 bits.
+    let words: Words?
+
+    /// The tables `cv_convert_centered32` reads.
+    struct Words: Sendable {
+        let from: [UInt32]
+        let puncturedInverse: [UInt32]
+        let puncturedInverseShoup: [UInt32]
+        let to: [UInt32]
+        let puncturedInTarget: [UInt32]
+        let puncturedInTargetShoup: [UInt32]
+        let productInTarget: [UInt32]
+    }
 
     init(from: [Modulus], to: [Modulus]) throws {
         self.from = from
@@ -46,6 +61,20 @@ struct BaseConverter: Sendable {
         let fromBits = from.map(\.bitWidth).max() ?? 64
         let toBits = to.map(\.bitWidth).max() ?? 64
         narrowSums = fromBits + toBits + (64 - UInt64(max(from.count, 1)).leadingZeroBitCount) <= 63
+        if fromBits <= 30, toBits <= 30, from.count < 64 {
+            func word(_ x: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: x) }
+            func shoup32(_ w: UInt64, _ q: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: (w << 32) / q) }
+            words = Words(
+                from: from.map { word($0.value) },
+                puncturedInverse: inv.map(word),
+                puncturedInverseShoup: zip(inv, from).map { shoup32($0, $1.value) },
+                to: to.map { word($0.value) },
+                puncturedInTarget: pit.map(word),
+                puncturedInTargetShoup: pit.indices.map { shoup32(pit[$0], to[$0 / from.count].value) },
+                productInTarget: prodT.map(word))
+        } else {
+            words = nil
+        }
     }
 
     /// Converts `count` values: `input[i * stride + j]` are residues mod `from[i]`; writes
@@ -57,6 +86,14 @@ struct BaseConverter: Sendable {
                          output: UnsafeMutableBufferPointer<UInt64>, outputStride: Int, count: Int) {
         let l = from.count
         guard let inBase = input.baseAddress, let outBase = output.baseAddress else { return }
+        if let w = words {
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: (l + 2) * count) { scratch in
+                cv_convert_centered32(outBase, outputStride, inBase, inputStride, count, l, w.from, w.puncturedInverse,
+                                      w.puncturedInverseShoup, reciprocal, to.count, w.to, w.puncturedInTarget,
+                                      w.puncturedInTargetShoup, w.productInTarget, scratch.baseAddress)
+            }
+            return
+        }
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: (l + 1) * count) { scratch in
             guard let v = scratch.baseAddress else { return }
             let alpha = v.advanced(by: l * count)

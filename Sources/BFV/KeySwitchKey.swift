@@ -6,6 +6,9 @@ public struct KeySwitchKey: Sendable, Equatable {
     /// 32-bit copies of each `K_j` (`c0` rows then `a` rows) when every modulus has at most 30 bits: the
     /// pre-transformed form the fast key switch reads.
     let narrow: [[UInt32]]?
+    /// 32-bit Shoup quotients of `narrow` (`⌊k·2^32/m⌋` for each word's modulus m): the pre-transformed key the
+    /// fused expansion kernel multiplies with, so its products stay in 32-bit lanes.
+    let narrowShoup: [[UInt32]]?
 
     public static func == (lhs: KeySwitchKey, rhs: KeySwitchKey) -> Bool { lhs.ciphertexts == rhs.ciphertexts }
 
@@ -24,11 +27,21 @@ public struct KeySwitchKey: Sendable, Equatable {
         }
         self.ciphertexts = ciphertexts
         if ctx.keyContext.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
-            self.narrow = ciphertexts.map { ct in
+            let narrow = ciphertexts.map { ct in
                 (ct.polys[0].data + ct.polys[1].data).map { UInt32(truncatingIfNeeded: $0) }
+            }
+            let moduli = ctx.keyContext.moduli.map(\.value)
+            let n = ctx.degree
+            self.narrow = narrow
+            self.narrowShoup = narrow.map { words in
+                words.indices.map { i in
+                    let m = moduli[(i / n) % moduli.count]
+                    return UInt32(truncatingIfNeeded: (UInt64(words[i]) << 32) / m)
+                }
             }
         } else {
             self.narrow = nil
+            self.narrowShoup = nil
         }
     }
 

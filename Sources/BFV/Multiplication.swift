@@ -1,3 +1,5 @@
+import CKernels
+
 extension Context {
     /// Ciphertext × ciphertext without relinearization: the tensor product of two 2-polynomial ciphertexts,
     /// scaled by `t/Q` with rounding. Returns 3 polynomials in coefficient form.
@@ -47,17 +49,21 @@ extension Context {
 
         var accQ = [PolyRq](repeating: PolyRq(zeroIn: ctx, format: .eval), count: 3)
         var accP = [PolyRq](repeating: PolyRq(zeroIn: aux, format: .eval), count: 3)
-        for (a, b) in pairs {
-            let ae = a.polys.map(extend)
-            let be = b.polys.map(extend)
-            for (target, terms) in [(0, [(0, 0)]), (1, [(0, 1), (1, 0)]), (2, [(1, 1)])] {
-                for (i, j) in terms {
-                    var tq = ae[i].0
-                    try tq.multiplyPointwise(be[j].0)
-                    try accQ[target].add(tq)
-                    var tp = ae[i].1
-                    try tp.multiplyPointwise(be[j].1)
-                    try accP[target].add(tp)
+        if ctx.moduli.allSatisfy({ $0.bitWidth <= 30 }) && aux.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
+            try accumulateNarrow(pairs, extend: extend, accQ: &accQ, accP: &accP)
+        } else {
+            for (a, b) in pairs {
+                let ae = a.polys.map(extend)
+                let be = b.polys.map(extend)
+                for (target, terms) in [(0, [(0, 0)]), (1, [(0, 1), (1, 0)]), (2, [(1, 1)])] {
+                    for (i, j) in terms {
+                        var tq = ae[i].0
+                        try tq.multiplyPointwise(be[j].0)
+                        try accQ[target].add(tq)
+                        var tp = ae[i].1
+                        try tp.multiplyPointwise(be[j].1)
+                        try accP[target].add(tp)
+                    }
                 }
             }
         }
@@ -94,6 +100,63 @@ extension Context {
 
         let polys = (0..<3).map { scale(accQ[$0].converted(to: .coeff), accP[$0].converted(to: .coeff)) }
         return try Ciphertext(context: self, polys: polys, correctionFactor: 1, seed: nil)
+    }
+
+    /// The tensor sums for residues below 2^30: each pair's four products go straight into 64-bit accumulators
+    /// (`CKernels`), reduced once every 7 pairs, instead of a reduced product and a reduced sum per term.
+    private func accumulateNarrow(_ pairs: [(Ciphertext, Ciphertext)], extend: (PolyRq) -> (PolyRq, PolyRq),
+                                  accQ: inout [PolyRq], accP: inout [PolyRq]) throws {
+        let lq = accQ[0].context.rowCount
+        let lp = accP[0].context.rowCount
+        let moduli = accQ[0].context.moduli + accP[0].context.moduli
+        let n = degree
+        let rows = lq + lp
+        var acc = [UInt64](repeating: 0, count: 3 * rows * n)
+        func reduceAll() {
+            acc.withUnsafeMutableBufferPointer { a in
+                for poly in 0..<3 {
+                    for (r, m) in moduli.enumerated() {
+                        let base = (poly * rows + r) * n
+                        for j in base..<(base + n) { a[j] = m.reduce(a[j]) }
+                    }
+                }
+            }
+        }
+        // One operand as Q rows then P rows, evaluation form.
+        func extended(_ poly: PolyRq) -> [UInt64] {
+            let (q, p) = extend(poly)
+            return q.data + p.data
+        }
+        var pending = 0
+        for (a, b) in pairs {
+            let (a0, a1) = (extended(a.polys[0]), extended(a.polys[1]))
+            let (b0, b1) = (extended(b.polys[0]), extended(b.polys[1]))
+            acc.withUnsafeMutableBufferPointer { accBuffer in
+                a0.withUnsafeBufferPointer { x0 in
+                    a1.withUnsafeBufferPointer { x1 in
+                        b0.withUnsafeBufferPointer { y0 in
+                            b1.withUnsafeBufferPointer { y1 in
+                                guard let c = accBuffer.baseAddress, let p0 = x0.baseAddress, let p1 = x1.baseAddress,
+                                      let q0 = y0.baseAddress, let q1 = y1.baseAddress else { return }
+                                cv_tensor_accumulate(c, c + rows * n, c + 2 * rows * n, p0, p1, q0, q1, rows * n)
+                            }
+                        }
+                    }
+                }
+            }
+            pending += 1
+            if pending == 7 {
+                reduceAll()
+                pending = 0
+            }
+        }
+        reduceAll()
+        for poly in 0..<3 {
+            let base = poly * rows * n
+            accQ[poly] = try PolyRq(context: accQ[poly].context, format: .eval, data: Array(acc[base..<(base + lq * n)]))
+            accP[poly] = try PolyRq(context: accP[poly].context, format: .eval,
+                                    data: Array(acc[(base + lq * n)..<(base + rows * n)]))
+        }
     }
 
     /// Ciphertext × ciphertext followed by relinearization: a 2-polynomial ciphertext in coefficient form.

@@ -11,6 +11,8 @@ public final class NarrowKeySwitch: @unchecked Sendable {
     /// The ciphertext moduli's values as 32-bit words.
     public let moduli: [UInt32]
     let keyRows: Int
+    /// Gather tables of the expansion elements `2^k + 1` (see `cv_galois_table`).
+    let galoisTables: [Int: [UInt32]]
     // Immutable after init; every pointer below is owned by this object and freed in deinit.
     private let storage: UnsafeMutableRawPointer
     private let params: UnsafeMutablePointer<cv_keyswitch_params>
@@ -65,6 +67,15 @@ public final class NarrowKeySwitch: @unchecked Sendable {
             pInvShoup[i] = UInt32(truncatingIfNeeded: (ks.specialInverse[i] << 32) / q)
             halfModQ[i] = UInt32(truncatingIfNeeded: ks.specialHalf[i])
         }
+        var gathers: [Int: [UInt32]] = [:]
+        var element = 3
+        while element <= n + 1 {
+            var table = [UInt32](repeating: 0, count: n)
+            table.withUnsafeMutableBufferPointer { cv_galois_table($0.baseAddress, n, element) }
+            gathers[element] = table
+            element = 2 * element - 1
+        }
+        galoisTables = gathers
         params = UnsafeMutablePointer<cv_keyswitch_params>.allocate(capacity: 1)
         params.initialize(to: cv_keyswitch_params(
             n: n, l: l, moduli: modulusWords,
@@ -104,13 +115,25 @@ public final class NarrowKeySwitch: @unchecked Sendable {
     /// (`ciphertextWords` words, distinct buffers).
     public func applyGalois(_ out: UnsafeMutablePointer<UInt32>, _ input: UnsafePointer<UInt32>, element g: Int,
                             key: KeySwitchKey, scratch: Scratch) throws {
-        guard let narrow = key.narrow, narrow.count == rows else {
+        guard let narrow = key.narrow, let shoup = key.narrowShoup, narrow.count == rows else {
             throw HEError.incompatibleOperands("the key has no 32-bit form for \(rows) moduli")
         }
         guard g > 0, g < 2 * degree, g & 1 == 1 else { throw HEError.incompatibleOperands("Galois element \(g)") }
         Self.withPointers(narrow) { keys in
-            keys.withUnsafeBufferPointer { kp in
-                cv_galois_keyswitch32(out, input, g, params, kp.baseAddress, keyRows, scratch.words, scratch.wides)
+            Self.withPointers(shoup) { shoups in
+                keys.withUnsafeBufferPointer { kp in
+                    shoups.withUnsafeBufferPointer { sp in
+                        if let table = galoisTables[g] {
+                            table.withUnsafeBufferPointer { t in
+                                cv_galois_keyswitch32(out, input, g, t.baseAddress, params, kp.baseAddress,
+                                                      sp.baseAddress, keyRows, scratch.words, scratch.wides)
+                            }
+                        } else {
+                            cv_galois_keyswitch32(out, input, g, nil, params, kp.baseAddress, sp.baseAddress, keyRows,
+                                                  scratch.words, scratch.wides)
+                        }
+                    }
+                }
             }
         }
     }

@@ -13,3 +13,38 @@ void cv_tune_allocator(void) {
     mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
 #endif
 }
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+#include <stdlib.h>
+#include <string.h>
+
+void *cv_huge_alloc(size_t bytes) {
+    if (bytes == 0) bytes = 1;
+#if defined(__linux__)
+    const size_t huge = 2u << 20;
+    size_t rounded = (bytes + huge - 1) & ~(huge - 1);
+    void *p = mmap(0, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 0;
+#if defined(MADV_HUGEPAGE)
+    madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
+#else
+    void *p = calloc(1, bytes);
+    return p;
+#endif
+}
+
+void cv_huge_free(void *p, size_t bytes) {
+    if (!p) return;
+#if defined(__linux__)
+    const size_t huge = 2u << 20;
+    if (bytes == 0) bytes = 1;
+    munmap(p, (bytes + huge - 1) & ~(huge - 1));
+#else
+    (void)bytes;
+    free(p);
+#endif
+}

@@ -2,12 +2,6 @@
 // a few linear passes, with no allocation: the same arithmetic as `Context.keySwitch`, word for word.
 #include "CKernels.h"
 
-static inline uint32_t reduce32(uint64_t x, uint32_t m, uint64_t barrett64) {
-    uint64_t qhat = (uint64_t)(((unsigned __int128)x * barrett64) >> 64);
-    uint64_t r = x - qhat * m;
-    return (uint32_t)(r >= m ? r - m : r);
-}
-
 static inline uint32_t reduce_small(uint32_t x, uint32_t m, uint64_t barrett32) {
     uint32_t qhat = (uint32_t)(((uint64_t)x * barrett32) >> 32);
     uint32_t r = x - qhat * m;
@@ -17,13 +11,44 @@ static inline uint32_t reduce_small(uint32_t x, uint32_t m, uint64_t barrett32) 
 size_t cv_keyswitch_scratch32(const cv_keyswitch_params *pp) { return (4 * pp->l + 3) * pp->n; }
 size_t cv_keyswitch_scratch64(const cv_keyswitch_params *pp) { return 2 * pp->n; }
 
+void cv_galois_table(uint32_t *table, size_t n, size_t galois_element) {
+    const size_t mask = 2 * n - 1;
+    size_t e = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e < n) table[e] = (uint32_t)i; else table[e - n] = (uint32_t)i | 0x80000000u;
+        e = (e + galois_element) & mask;
+    }
+}
+
 // Lane loops are written once and compiled twice: for the baseline target and for AVX-512F.
+static inline uint32_t shoup_lazy(uint32_t v, uint32_t w, uint32_t ws, uint32_t q) {
+    uint32_t qhat = (uint32_t)(((uint64_t)v * ws) >> 32);
+    return v * w - qhat * q;
+}
+
+// a += d ⊙ k (mod m, kept in [0, 2m)) for both key polynomials, with the key's Shoup quotients.
 #define CV_DIGIT_PRODUCTS(NAME, ATTR)                                                                           \
-ATTR static void NAME(uint64_t *restrict a0, uint64_t *restrict a1, const uint32_t *restrict d,                  \
-                      const uint32_t *restrict k0, const uint32_t *restrict k1, size_t n) {                      \
+ATTR static void NAME(uint32_t *restrict a0, uint32_t *restrict a1, const uint32_t *restrict d,                  \
+                      const uint32_t *restrict k0, const uint32_t *restrict k0s, const uint32_t *restrict k1,    \
+                      const uint32_t *restrict k1s, size_t n, uint32_t m, int first) {                          \
+    const uint32_t two_m = 2 * m;                                                                               \
     for (size_t i = 0; i < n; i++) {                                                                            \
-        a0[i] += (uint64_t)d[i] * k0[i];                                                                        \
-        a1[i] += (uint64_t)d[i] * k1[i];                                                                        \
+        uint32_t x0 = shoup_lazy(d[i], k0[i], k0s[i], m) + (first ? 0 : a0[i]);                                 \
+        uint32_t x1 = shoup_lazy(d[i], k1[i], k1s[i], m) + (first ? 0 : a1[i]);                                 \
+        a0[i] = x0 >= two_m ? x0 - two_m : x0;                                                                  \
+        a1[i] = x1 >= two_m ? x1 - two_m : x1;                                                                  \
+    }                                                                                                           \
+}
+
+// σ_g through a precomputed gather table: out[j] = ±in[table[j] & 0x7fffffff], negated when the top bit is set.
+#define CV_GALOIS(NAME, ATTR)                                                                                   \
+ATTR static void NAME(uint32_t *restrict out, const uint32_t *restrict in, const uint32_t *restrict table,       \
+                      size_t n, uint32_t q) {                                                                   \
+    for (size_t j = 0; j < n; j++) {                                                                            \
+        uint32_t t = table[j];                                                                                  \
+        uint32_t v = in[t & 0x7fffffffu];                                                                       \
+        uint32_t neg = v == 0 ? 0 : q - v;                                                                      \
+        out[j] = (t >> 31) ? neg : v;                                                                           \
     }                                                                                                           \
 }
 
@@ -70,12 +95,14 @@ ATTR static void NAME(uint32_t *restrict even, uint32_t *restrict odd, const uin
 }
 
 CV_DIGIT_PRODUCTS(digit_products_portable, )
+CV_GALOIS(galois_portable, )
 CV_DROP_SPECIAL(drop_special_portable, )
 CV_COMBINE(combine_portable, )
 
 #if defined(__x86_64__)
 #define AVX512 __attribute__((target("avx512f")))
 CV_DIGIT_PRODUCTS(digit_products_avx512, AVX512)
+CV_GALOIS(galois_avx512, AVX512)
 CV_DROP_SPECIAL(drop_special_avx512, AVX512)
 CV_COMBINE(combine_avx512, AVX512)
 #define CV_PICK(name) (cv_active_level() >= CV_LEVEL_AVX512 ? name##_avx512 : name##_portable)
@@ -83,17 +110,24 @@ CV_COMBINE(combine_avx512, AVX512)
 #define CV_PICK(name) name##_portable
 #endif
 
-void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element,
-                           const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
+void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element, const uint32_t *galois_table,
+                           const cv_keyswitch_params *pp, const uint32_t *const *key,
+                           const uint32_t *const *key_shoup, size_t key_rows,
                            uint32_t *scratch32, uint64_t *scratch64) {
     const size_t n = pp->n, l = pp->l, two_n = 2 * n, mask = two_n - 1;
     uint32_t *rot0 = scratch32;                 // σ(c0), l rows
     uint32_t *rot1 = scratch32 + l * n;         // σ(c1), l rows
     uint32_t *ks = rot1 + l * n;                // key-switch output: 2 × (l + 1) rows
     uint32_t *digit = ks + 2 * (l + 1) * n;     // one digit row
-    uint64_t *acc0 = scratch64, *acc1 = scratch64 + n;
+    (void)scratch64;
     // σ_g on both polynomials: coefficient i goes to i·g mod 2n, negated past n.
-    for (size_t poly = 0; poly < 2; poly++) {
+    void (*galois)(uint32_t *, const uint32_t *, const uint32_t *, size_t, uint32_t) = CV_PICK(galois);
+    for (size_t poly = 0; poly < 2 && galois_table; poly++) {
+        uint32_t *dst = poly == 0 ? rot0 : rot1;
+        for (size_t row = 0; row < l; row++)
+            galois(dst + row * n, in + (poly * l + row) * n, galois_table, n, pp->moduli[row]);
+    }
+    for (size_t poly = 0; poly < 2 && !galois_table; poly++) {
         uint32_t *dst = poly == 0 ? rot0 : rot1;
         for (size_t row = 0; row < l; row++) {
             const uint32_t q = pp->moduli[row];
@@ -107,12 +141,12 @@ void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_elem
             }
         }
     }
-    void (*products)(uint64_t *, uint64_t *, const uint32_t *, const uint32_t *, const uint32_t *, size_t) =
-        CV_PICK(digit_products);
+    void (*products)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *,
+                     const uint32_t *, size_t, uint32_t, int) = CV_PICK(digit_products);
     for (size_t k = 0; k <= l; k++) {
         const size_t key_row = k < l ? k : key_rows - 1;
         const uint32_t m = pp->moduli[k];
-        for (size_t i = 0; i < n; i++) { acc0[i] = 0; acc1[i] = 0; }
+        uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
         for (size_t j = 0; j < l; j++) {
             const uint32_t *src = rot1 + j * n;
             if (pp->moduli[j] > m) {
@@ -121,19 +155,13 @@ void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_elem
                 for (size_t i = 0; i < n; i++) digit[i] = src[i];
             }
             cv_ntt32_forward(digit, n, pp->fwd[k], pp->fwd_shoup[k], m);
-            const uint32_t *kj = key[j];
-            products(acc0, acc1, digit, kj + key_row * n, kj + (key_rows + key_row) * n, n);
-            if (j % 8 == 7) {
-                for (size_t i = 0; i < n; i++) {
-                    acc0[i] = reduce32(acc0[i], m, pp->barrett64[k]);
-                    acc1[i] = reduce32(acc1[i], m, pp->barrett64[k]);
-                }
-            }
+            const uint32_t *kj = key[j], *kjs = key_shoup[j];
+            products(o0, o1, digit, kj + key_row * n, kjs + key_row * n, kj + (key_rows + key_row) * n,
+                     kjs + (key_rows + key_row) * n, n, m, j == 0);
         }
-        uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
         for (size_t i = 0; i < n; i++) {
-            o0[i] = reduce32(acc0[i], m, pp->barrett64[k]);
-            o1[i] = reduce32(acc1[i], m, pp->barrett64[k]);
+            o0[i] = o0[i] >= m ? o0[i] - m : o0[i];
+            o1[i] = o1[i] >= m ? o1[i] - m : o1[i];
         }
         cv_ntt32_inverse(o0, n, pp->inv[k], pp->inv_shoup[k], m, pp->inv_n[k], pp->inv_n_shoup[k]);
         cv_ntt32_inverse(o1, n, pp->inv[k], pp->inv_shoup[k], m, pp->inv_n[k], pp->inv_n_shoup[k]);

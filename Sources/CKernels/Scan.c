@@ -55,6 +55,8 @@ AVX512 static void scan_group_##G(uint64_t *out, size_t pair_stride, size_t poly
         const __m512i p0 = _mm512_loadu_si512(pt + r * 32), p1 = _mm512_loadu_si512(pt + r * 32 + 16);        \
         const __m512i p0o = _mm512_srli_epi64(p0, 32), p1o = _mm512_srli_epi64(p1, 32);                        \
         const uint32_t *x = sel + (r * streams + first) * 32;                                                  \
+        _mm_prefetch((const char *)(pt + (r + 64) * 32), _MM_HINT_T0);                                          \
+        _mm_prefetch((const char *)(pt + (r + 64) * 32 + 16), _MM_HINT_T0);                                     \
         for (int g = 0; g < G; g++) {                                                                          \
             const __m512i s0 = _mm512_loadu_si512(x + g * 32), s1 = _mm512_loadu_si512(x + g * 32 + 16);      \
             acc[g][0] = _mm512_add_epi64(acc[g][0], _mm512_mul_epu32(p0, s0));                                 \
@@ -76,7 +78,7 @@ AVX512 static void scan_group_##G(uint64_t *out, size_t pair_stride, size_t poly
 
 // Adds the reduced accumulators into `total` (coefficient order) and clears them.
 #define CV_SCAN_SPILL(G)                                                                                       \
-AVX512 static inline void spill_##G(__m512i acc[G][4], uint64_t total[G][32], uint32_t q, uint64_t barrett) {  \
+AVX512 __attribute__((always_inline)) static inline void spill_##G(__m512i acc[G][4], uint64_t total[G][32], uint32_t q, uint64_t barrett) {  \
     for (int g = 0; g < G; g++) {                                                                              \
         uint64_t lanes[4][8];                                                                                  \
         for (int k = 0; k < 4; k++) {                                                                          \

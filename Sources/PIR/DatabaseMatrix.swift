@@ -1,4 +1,5 @@
 import BFV
+import CKernels
 
 /// One sub-table's plaintexts as a contiguous 32-bit matrix in the order the first-dimension scan reads it.
 ///
@@ -18,7 +19,7 @@ struct DatabaseMatrix: Sendable {
     /// Ring degree.
     let degree: Int
     /// The words, column by column; absent slots are zero and skipped.
-    let words: [UInt32]
+    let words: HugeWords
     /// Whether each slot holds a nonzero plaintext (1) or not (0), padded to whole columns.
     let present: [UInt8]
 
@@ -45,9 +46,10 @@ struct DatabaseMatrix: Sendable {
         self.degree = degree
         let width = Self.blockWidth
         let blocks = degree / width
-        var words = [UInt32](repeating: 0, count: columns * rows * degree * height)
+        let words = HugeWords(count: columns * rows * degree * height)
         var present = [UInt8](repeating: 0, count: columns * height)
-        words.withUnsafeMutableBufferPointer { dst in
+        do {
+            let dst = words.pointer
             for (s, pt) in plaintexts.enumerated() {
                 guard let pt else { continue }
                 present[s] = 1
@@ -69,6 +71,33 @@ struct DatabaseMatrix: Sendable {
 
     /// Bytes the matrix occupies.
     var byteCount: Int { words.count * 4 }
+}
+
+/// Zeroed 32-bit words in huge-page-backed memory (`cv_huge_alloc`), written once while the matrix is built and
+/// only read afterwards, which is what makes sharing them between scan threads safe.
+final class HugeWords: @unchecked Sendable {
+    /// Word count.
+    let count: Int
+    /// The words.
+    let pointer: UnsafeMutablePointer<UInt32>
+    private let raw: UnsafeMutableRawPointer?
+
+    /// Allocates `count` zeroed words (falling back to the Swift allocator if the mapping fails).
+    init(count: Int) {
+        self.count = count
+        if let p = cv_huge_alloc(count * 4) {
+            raw = p
+            pointer = p.bindMemory(to: UInt32.self, capacity: count)
+        } else {
+            raw = nil
+            pointer = .allocate(capacity: max(count, 1))
+            pointer.initialize(repeating: 0, count: count)
+        }
+    }
+
+    deinit {
+        if let raw { cv_huge_free(raw, count * 4) } else { pointer.deallocate() }
+    }
 }
 
 /// Raw pointers shared by the scan's worker threads. Each thread writes a disjoint coefficient range, so the

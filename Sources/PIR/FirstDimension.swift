@@ -54,7 +54,8 @@ struct FirstDimension {
         let workers = max(1, min(threads, tasks))
         let moduli = ctx.moduli
         let firstColumn = chunk * parameters.slotsPerChunk / d0
-        matrix.words.withUnsafeBufferPointer { m in
+        do {
+            let m = UnsafeBufferPointer(start: matrix.words.pointer, count: matrix.words.count)
             matrix.present.withUnsafeBufferPointer { pr in
                 selectorWords.withUnsafeBufferPointer { s in
                     output.withUnsafeMutableBufferPointer { o in

@@ -13,6 +13,13 @@
 /// per-query ciphertext buffers are reused instead of page-faulted in afresh; a no-op elsewhere.
 void cv_tune_allocator(void);
 
+/// Zeroed memory for a large read-mostly table (the PIR database), backed by transparent huge pages where the
+/// kernel allows (fewer TLB misses on the scan); NULL on failure. Free with `cv_huge_free` and the same size.
+void *cv_huge_alloc(size_t bytes);
+
+/// Releases memory from `cv_huge_alloc`.
+void cv_huge_free(void *p, size_t bytes);
+
 /// Vector levels a kernel may use.
 typedef enum {
     CV_LEVEL_PORTABLE = 0,
@@ -70,16 +77,40 @@ typedef struct {
 size_t cv_keyswitch_scratch32(const cv_keyswitch_params *pp);
 size_t cv_keyswitch_scratch64(const cv_keyswitch_params *pp);
 
+/// The gather table of `σ_g` on `n` coefficients: `table[j]` is the source index of output j, with the top bit
+/// set when the coefficient changes sign.
+void cv_galois_table(uint32_t *table, size_t n, size_t galois_element);
+
 /// `σ_g` of a ciphertext followed by key switching back to the secret key, all in coefficient form:
-/// `in`/`out` are 2 polynomials × `l` rows × `n` words (distinct buffers). `key[j]` is digit j's key ciphertext,
-/// `[2][key_rows][n]`, its last row over p.
-void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element,
-                           const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
+/// `in`/`out` are 2 polynomials × `l` rows × `n` words (distinct buffers). `galois_table` is `σ_g`'s table from
+/// `cv_galois_table` (or NULL to compute the map inline). `key[j]` is digit j's key ciphertext,
+/// `[2][key_rows][n]`, its last row over p, and `key_shoup[j]` its Shoup quotients per row modulus.
+void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element, const uint32_t *galois_table,
+                           const cv_keyswitch_params *pp, const uint32_t *const *key,
+                           const uint32_t *const *key_shoup, size_t key_rows,
                            uint32_t *scratch32, uint64_t *scratch64);
 
 /// One expansion split: `even = c + r`, `odd = (c − r) · x^{−shift}` (negacyclic), for 2 polynomials × `l` rows
 /// of `n` words in coefficient form, `0 < shift < n`.
 void cv_expand_combine32(uint32_t *even, uint32_t *odd, const uint32_t *c, const uint32_t *r, size_t n, size_t l,
                          const uint32_t *moduli, size_t shift);
+
+/// Centred RNS base conversion (HPS, floating-point correction) of `count` values for moduli below 2^30 on both
+/// sides: `in[i * in_stride + j]` mod `from[i]` (`ls` moduli) to `out[k * out_stride + j]` mod `to[k]` (`lt`).
+/// Tables: `punct_inv[i] = (B/b_i)^{-1} mod b_i` with Shoup quotients, `recip[i] = 1/b_i`,
+/// `punct_in_target[k * ls + i] = [B/b_i]_{m_k}` with Shoup quotients, `prod_in_target[k] = [B]_{m_k}`.
+/// `scratch` holds `(ls + 2) · count` words.
+void cv_convert_centered32(uint64_t *out, size_t out_stride, const uint64_t *in, size_t in_stride, size_t count,
+                           size_t ls, const uint32_t *from, const uint32_t *punct_inv,
+                           const uint32_t *punct_inv_shoup, const double *recip,
+                           size_t lt, const uint32_t *to, const uint32_t *punct_in_target,
+                           const uint32_t *punct_in_target_shoup, const uint32_t *prod_in_target,
+                           uint32_t *scratch);
+
+/// Lazy tensor-product accumulation for ciphertext × ciphertext over residues below 2^30 (evaluation form):
+/// `acc0 += a0·b0`, `acc1 += a0·b1 + a1·b0`, `acc2 += a1·b1` on `count` 64-bit words, no reduction (callers reduce
+/// before 7 products have been added).
+void cv_tensor_accumulate(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint64_t *a0, const uint64_t *a1,
+                          const uint64_t *b0, const uint64_t *b1, size_t count);
 
 #endif

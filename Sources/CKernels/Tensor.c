@@ -1,0 +1,31 @@
+// The multiply-accumulate of ciphertext × ciphertext products: residues below 2^30 held in 64-bit words, so each
+// product is one 32 × 32-bit multiplication and sums of 14 products still fit 64 bits.
+#include "CKernels.h"
+
+#define CV_TENSOR(NAME, ATTR)                                                                                   \
+ATTR static void NAME(uint64_t *restrict acc0, uint64_t *restrict acc1, uint64_t *restrict acc2,                 \
+                      const uint64_t *restrict a0, const uint64_t *restrict a1, const uint64_t *restrict b0,     \
+                      const uint64_t *restrict b1, size_t count) {                                              \
+    for (size_t j = 0; j < count; j++) {                                                                        \
+        uint64_t x0 = (uint32_t)a0[j], x1 = (uint32_t)a1[j], y0 = (uint32_t)b0[j], y1 = (uint32_t)b1[j];        \
+        acc0[j] += x0 * y0;                                                                                     \
+        acc1[j] += x0 * y1 + x1 * y0;                                                                           \
+        acc2[j] += x1 * y1;                                                                                     \
+    }                                                                                                           \
+}
+
+CV_TENSOR(tensor_portable, )
+#if defined(__x86_64__)
+CV_TENSOR(tensor_avx512, __attribute__((target("avx512f"))))
+#endif
+
+void cv_tensor_accumulate(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint64_t *a0, const uint64_t *a1,
+                          const uint64_t *b0, const uint64_t *b1, size_t count) {
+#if defined(__x86_64__)
+    if (cv_active_level() >= CV_LEVEL_AVX512) {
+        tensor_avx512(acc0, acc1, acc2, a0, a1, b0, b1, count);
+        return;
+    }
+#endif
+    tensor_portable(acc0, acc1, acc2, a0, a1, b0, b1, count);
+}
