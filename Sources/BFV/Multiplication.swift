@@ -49,8 +49,8 @@ extension Context {
 
         var accQ = [PolyRq](repeating: PolyRq(zeroIn: ctx, format: .eval), count: 3)
         var accP = [PolyRq](repeating: PolyRq(zeroIn: aux, format: .eval), count: 3)
-        if ctx.moduli.allSatisfy({ $0.bitWidth <= 30 }) && aux.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
-            try accumulateNarrow(pairs, extend: extend, accQ: &accQ, accP: &accP)
+        if let tensor = mc.narrowTensor {
+            try accumulateNarrow(pairs, tensor: tensor, accQ: &accQ, accP: &accP)
         } else {
             for (a, b) in pairs {
                 let ae = a.polys.map(extend)
@@ -102,16 +102,19 @@ extension Context {
         return try Ciphertext(context: self, polys: polys, correctionFactor: 1, seed: nil)
     }
 
-    /// The tensor sums for residues below 2^30: each pair's four products go straight into 64-bit accumulators
-    /// (`CKernels`), reduced once every 7 pairs, instead of a reduced product and a reduced sum per term.
-    private func accumulateNarrow(_ pairs: [(Ciphertext, Ciphertext)], extend: (PolyRq) -> (PolyRq, PolyRq),
+    /// The tensor sums for residues below 2^30: each operand is extended to Q ∪ P on 32-bit words
+    /// (`NarrowTensor`), its four products go straight into 64-bit accumulators, reduced once every 7 pairs.
+    private func accumulateNarrow(_ pairs: [(Ciphertext, Ciphertext)], tensor: NarrowTensor,
                                   accQ: inout [PolyRq], accP: inout [PolyRq]) throws {
         let lq = accQ[0].context.rowCount
-        let lp = accP[0].context.rowCount
         let moduli = accQ[0].context.moduli + accP[0].context.moduli
         let n = degree
-        let rows = lq + lp
-        var acc = [UInt64](repeating: 0, count: 3 * rows * n)
+        let rows = tensor.rows
+        guard rows == moduli.count else { throw HEError.invalidParameters("extension rows") }
+        let words = tensor.extendedWords
+        var acc = [UInt64](repeating: 0, count: 3 * words)
+        var operands = [UInt32](repeating: 0, count: 4 * words)
+        var scratch = tensor.makeScratch()
         func reduceAll() {
             acc.withUnsafeMutableBufferPointer { a in
                 for poly in 0..<3 {
@@ -122,26 +125,18 @@ extension Context {
                 }
             }
         }
-        // One operand as Q rows then P rows, evaluation form.
-        func extended(_ poly: PolyRq) -> [UInt64] {
-            let (q, p) = extend(poly)
-            return q.data + p.data
-        }
         var pending = 0
         for (a, b) in pairs {
-            let (a0, a1) = (extended(a.polys[0]), extended(a.polys[1]))
-            let (b0, b1) = (extended(b.polys[0]), extended(b.polys[1]))
-            acc.withUnsafeMutableBufferPointer { accBuffer in
-                a0.withUnsafeBufferPointer { x0 in
-                    a1.withUnsafeBufferPointer { x1 in
-                        b0.withUnsafeBufferPointer { y0 in
-                            b1.withUnsafeBufferPointer { y1 in
-                                guard let c = accBuffer.baseAddress, let p0 = x0.baseAddress, let p1 = x1.baseAddress,
-                                      let q0 = y0.baseAddress, let q1 = y1.baseAddress else { return }
-                                cv_tensor_accumulate(c, c + rows * n, c + 2 * rows * n, p0, p1, q0, q1, rows * n)
-                            }
-                        }
-                    }
+            operands.withUnsafeMutableBufferPointer { o in
+                guard let x = o.baseAddress else { return }
+                tensor.extend(a.polys[0], into: x, scratch: &scratch)
+                tensor.extend(a.polys[1], into: x + words, scratch: &scratch)
+                tensor.extend(b.polys[0], into: x + 2 * words, scratch: &scratch)
+                tensor.extend(b.polys[1], into: x + 3 * words, scratch: &scratch)
+                acc.withUnsafeMutableBufferPointer { accBuffer in
+                    guard let c = accBuffer.baseAddress else { return }
+                    cv_tensor_accumulate32(c, c + words, c + 2 * words, x, x + words, x + 2 * words, x + 3 * words,
+                                           words)
                 }
             }
             pending += 1
@@ -152,10 +147,10 @@ extension Context {
         }
         reduceAll()
         for poly in 0..<3 {
-            let base = poly * rows * n
-            accQ[poly] = try PolyRq(context: accQ[poly].context, format: .eval, data: Array(acc[base..<(base + lq * n)]))
-            accP[poly] = try PolyRq(context: accP[poly].context, format: .eval,
-                                    data: Array(acc[(base + lq * n)..<(base + rows * n)]))
+            let base = poly * words
+            accQ[poly] = PolyRq(unchecked: accQ[poly].context, format: .eval, data: Array(acc[base..<(base + lq * n)]))
+            accP[poly] = PolyRq(unchecked: accP[poly].context, format: .eval,
+                                data: Array(acc[(base + lq * n)..<(base + words)]))
         }
     }
 

@@ -17,6 +17,8 @@ struct MultiplicationConstants: Sendable {
     let tModP: [UInt64]
     /// `Q^{-1} mod p_j`.
     let qInverseModP: [UInt64]
+    /// The 32-bit extension kernel, when Q and P allow it.
+    let narrowTensor: NarrowTensor?
 
     init(context: PolyContext, plaintextModulus t: Modulus) throws {
         let qBits = context.moduli.reduce(0.0) { $0 + log2Approx($1.value) }
@@ -36,5 +38,6 @@ struct MultiplicationConstants: Sendable {
         qInverseModP = try auxContext.moduli.map { p in
             try p.inverse(context.moduli.reduce(UInt64(1)) { p.multiply($0, p.reduce($1.value)) })
         }
+        narrowTensor = NarrowTensor(q: context, p: auxContext, converter: qToP)
     }
 }

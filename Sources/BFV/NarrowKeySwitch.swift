@@ -146,6 +146,29 @@ public final class NarrowKeySwitch: @unchecked Sendable {
         }
     }
 
+    /// Transforms a ciphertext's words (2 polynomials × `rows` × `degree`, coefficient form) to evaluation form
+    /// in place.
+    public func forwardNTT(_ words: UnsafeMutablePointer<UInt32>) {
+        let p = params.pointee
+        for poly in 0..<2 {
+            for r in 0..<rows {
+                cv_ntt32_forward(words + (poly * rows + r) * degree, degree, p.fwd[r], p.fwd_shoup[r], moduli[r])
+            }
+        }
+    }
+
+    /// A ciphertext over the ciphertext moduli from 32-bit words (2 polynomials × `rows` × `degree`, each below
+    /// its modulus; checked).
+    public func ciphertext(words: [UInt32], format: PolyFormat, context: Context) throws -> Ciphertext {
+        guard words.count == ciphertextWords else { throw HEError.malformedSerialization("ciphertext word count") }
+        let half = rows * degree
+        let ctx = context.ciphertextContext
+        let polys = try (0..<2).map { poly in
+            try PolyRq(context: ctx, format: format, data: words[(poly * half)..<((poly + 1) * half)].map { UInt64($0) })
+        }
+        return try Ciphertext(context: context, polys: polys)
+    }
+
     /// Calls `body` with base pointers of every array (all non-empty).
     private static func withPointers<R>(_ arrays: [[UInt32]], _ prefix: [UnsafePointer<UInt32>?] = [],
                                         _ body: ([UnsafePointer<UInt32>?]) -> R) -> R {

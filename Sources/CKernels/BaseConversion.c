@@ -1,6 +1,7 @@
 // Centred RNS base conversion on 32-bit residues: pass 1 computes v_i = [x_i·(B/b_i)^{-1}]_{b_i} and the
 // correction α = round(Σ v_i / b_i); pass 2 forms Σ v_i·[B/b_i]_m − α·[B]_m for each target m with Shoup
-// products kept below 2m. Same results as `BaseConverter.convertCentered`.
+// products kept below 2m. Same results as `BaseConverter.convertCentered`. Inputs and outputs come as 64-bit
+// words (the engine's polynomials) or 32-bit words (the fused kernels' buffers).
 #include "CKernels.h"
 
 static inline uint32_t shoup_lazy(uint32_t v, uint32_t w, uint32_t ws, uint32_t q) {
@@ -8,8 +9,8 @@ static inline uint32_t shoup_lazy(uint32_t v, uint32_t w, uint32_t ws, uint32_t 
     return v * w - qhat * q;
 }
 
-#define CV_CONVERT_PASS1(NAME, ATTR)                                                                            \
-ATTR static void NAME(uint32_t *restrict v, double *restrict sum, const uint64_t *restrict x, size_t count,      \
+#define CV_CONVERT_PASS1(NAME, ATTR, IN_T)                                                                      \
+ATTR static void NAME(uint32_t *restrict v, double *restrict sum, const IN_T *restrict x, size_t count,          \
                       uint32_t b, uint32_t w, uint32_t ws, double recip, int first) {                            \
     for (size_t j = 0; j < count; j++) {                                                                        \
         uint32_t r = shoup_lazy((uint32_t)x[j], w, ws, b);                                                      \
@@ -20,8 +21,8 @@ ATTR static void NAME(uint32_t *restrict v, double *restrict sum, const uint64_t
     }                                                                                                           \
 }
 
-#define CV_CONVERT_PASS2(NAME, ATTR)                                                                            \
-ATTR static void NAME(uint64_t *restrict out, const uint32_t *restrict v, const uint32_t *restrict alpha,        \
+#define CV_CONVERT_PASS2(NAME, ATTR, OUT_T)                                                                     \
+ATTR static void NAME(OUT_T *restrict out, const uint32_t *restrict v, const uint32_t *restrict alpha,           \
                       uint32_t *restrict acc, size_t count, size_t ls, uint32_t m, const uint32_t *restrict w,   \
                       const uint32_t *restrict ws, const uint32_t *restrict correction) {                       \
     const uint32_t two_m = 2 * m;                                                                               \
@@ -41,16 +42,49 @@ ATTR static void NAME(uint64_t *restrict out, const uint32_t *restrict v, const 
     }                                                                                                           \
 }
 
-CV_CONVERT_PASS1(pass1_portable, )
-CV_CONVERT_PASS2(pass2_portable, )
+CV_CONVERT_PASS1(pass1_u64_portable, , uint64_t)
+CV_CONVERT_PASS1(pass1_u32_portable, , uint32_t)
+CV_CONVERT_PASS2(pass2_u64_portable, , uint64_t)
+CV_CONVERT_PASS2(pass2_u32_portable, , uint32_t)
 #if defined(__x86_64__)
 #define AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
-CV_CONVERT_PASS1(pass1_avx512, AVX512)
-CV_CONVERT_PASS2(pass2_avx512, AVX512)
+CV_CONVERT_PASS1(pass1_u64_avx512, AVX512, uint64_t)
+CV_CONVERT_PASS1(pass1_u32_avx512, AVX512, uint32_t)
+CV_CONVERT_PASS2(pass2_u64_avx512, AVX512, uint64_t)
+CV_CONVERT_PASS2(pass2_u32_avx512, AVX512, uint32_t)
 #define CV_PICK(name) (cv_active_level() >= CV_LEVEL_AVX512 ? name##_avx512 : name##_portable)
 #else
 #define CV_PICK(name) name##_portable
 #endif
+
+// Shared driver: `wide` selects 64-bit input and output words. `sum` needs `count` doubles of scratch.
+static void convert(void *out, size_t out_stride, const void *in, size_t in_stride, int wide, size_t count,
+                    size_t ls, const uint32_t *from, const uint32_t *punct_inv, const uint32_t *punct_inv_shoup,
+                    const double *recip, size_t lt, const uint32_t *to, const uint32_t *punct_in_target,
+                    const uint32_t *punct_in_target_shoup, const uint32_t *prod_in_target, uint32_t *scratch,
+                    double *sum) {
+    uint32_t *v = scratch, *alpha = scratch + ls * count, *acc = alpha + count;
+    for (size_t i = 0; i < ls; i++) {
+        if (wide)
+            CV_PICK(pass1_u64)(v + i * count, sum, (const uint64_t *)in + i * in_stride, count, from[i], punct_inv[i],
+                               punct_inv_shoup[i], recip[i], i == 0);
+        else
+            CV_PICK(pass1_u32)(v + i * count, sum, (const uint32_t *)in + i * in_stride, count, from[i], punct_inv[i],
+                               punct_inv_shoup[i], recip[i], i == 0);
+    }
+    for (size_t j = 0; j < count; j++) alpha[j] = (uint32_t)(sum[j] + 0.5);
+    // α ≤ ls (each v_i / b_i < 1), so α·[B]_m comes from a table of ls + 1 entries.
+    uint32_t correction[65];
+    for (size_t k = 0; k < lt; k++) {
+        for (size_t a = 0; a <= ls && a < 65; a++) correction[a] = (uint32_t)(((uint64_t)a * prod_in_target[k]) % to[k]);
+        if (wide)
+            CV_PICK(pass2_u64)((uint64_t *)out + k * out_stride, v, alpha, acc, count, ls, to[k],
+                               punct_in_target + k * ls, punct_in_target_shoup + k * ls, correction);
+        else
+            CV_PICK(pass2_u32)((uint32_t *)out + k * out_stride, v, alpha, acc, count, ls, to[k],
+                               punct_in_target + k * ls, punct_in_target_shoup + k * ls, correction);
+    }
+}
 
 void cv_convert_centered32(uint64_t *out, size_t out_stride, const uint64_t *in, size_t in_stride, size_t count,
                            size_t ls, const uint32_t *from, const uint32_t *punct_inv,
@@ -58,22 +92,37 @@ void cv_convert_centered32(uint64_t *out, size_t out_stride, const uint64_t *in,
                            size_t lt, const uint32_t *to, const uint32_t *punct_in_target,
                            const uint32_t *punct_in_target_shoup, const uint32_t *prod_in_target,
                            uint32_t *scratch) {
-    uint32_t *v = scratch, *alpha = scratch + ls * count;
-    // α sums in doubles, kept in the output's first row while pass 1 runs (count doubles = count words of 64 bits).
-    double *sum = (double *)out;
-    void (*p1)(uint32_t *, double *, const uint64_t *, size_t, uint32_t, uint32_t, uint32_t, double, int) =
-        CV_PICK(pass1);
-    for (size_t i = 0; i < ls; i++)
-        p1(v + i * count, sum, in + i * in_stride, count, from[i], punct_inv[i], punct_inv_shoup[i], recip[i], i == 0);
-    for (size_t j = 0; j < count; j++) alpha[j] = (uint32_t)(sum[j] + 0.5);
-    void (*p2)(uint64_t *, const uint32_t *, const uint32_t *, uint32_t *, size_t, size_t, uint32_t,
-               const uint32_t *, const uint32_t *, const uint32_t *) = CV_PICK(pass2);
-    uint32_t *acc = alpha + count;
-    // α ≤ ls (each v_i / b_i < 1), so α·[B]_m comes from a table of ls + 1 entries.
-    uint32_t correction[65];
-    for (size_t k = 0; k < lt; k++) {
-        for (size_t a = 0; a <= ls && a < 65; a++) correction[a] = (uint32_t)(((uint64_t)a * prod_in_target[k]) % to[k]);
-        p2(out + k * out_stride, v, alpha, acc, count, ls, to[k], punct_in_target + k * ls, punct_in_target_shoup + k * ls,
-           correction);
+    // The α sums live in the output's first row while pass 1 runs (count doubles = count 64-bit words).
+    convert(out, out_stride, in, in_stride, 1, count, ls, from, punct_inv, punct_inv_shoup, recip, lt, to,
+            punct_in_target, punct_in_target_shoup, prod_in_target, scratch, (double *)out);
+}
+
+size_t cv_extend_scratch(const cv_extend_params *pp) {
+    // Coefficient rows over Q, then the conversion's v rows, α, accumulator, and the sums as doubles.
+    return pp->lq * pp->n + (pp->lq + 2) * pp->n + 2 * pp->n;
+}
+
+void cv_extend32(uint32_t *out, const uint64_t *in, int in_eval, const cv_extend_params *pp, uint32_t *scratch) {
+    const size_t n = pp->n, lq = pp->lq, lp = pp->lp;
+    uint32_t *coeff = scratch;
+    uint32_t *conv = scratch + lq * n;
+    double *sum = (double *)(conv + (lq + 2) * n);
+    for (size_t r = 0; r < lq; r++) {
+        uint32_t *c = coeff + r * n, *o = out + r * n;
+        const uint64_t *src = in + r * n;
+        for (size_t j = 0; j < n; j++) c[j] = (uint32_t)src[j];
+        if (in_eval) {
+            for (size_t j = 0; j < n; j++) o[j] = c[j];
+            cv_ntt32_inverse(c, n, pp->inv[r], pp->inv_shoup[r], pp->moduli[r], pp->inv_n[r], pp->inv_n_shoup[r]);
+        } else {
+            for (size_t j = 0; j < n; j++) o[j] = c[j];
+            cv_ntt32_forward(o, n, pp->fwd[r], pp->fwd_shoup[r], pp->moduli[r]);
+        }
+    }
+    convert(out + lq * n, n, coeff, n, 0, n, lq, pp->moduli, pp->punct_inv, pp->punct_inv_shoup, pp->recip, lp,
+            pp->moduli + lq, pp->punct_in_target, pp->punct_in_target_shoup, pp->prod_in_target, conv, sum);
+    for (size_t k = 0; k < lp; k++) {
+        const size_t r = lq + k;
+        cv_ntt32_forward(out + r * n, n, pp->fwd[r], pp->fwd_shoup[r], pp->moduli[r]);
     }
 }

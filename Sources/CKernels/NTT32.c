@@ -71,104 +71,140 @@ AVX512 static inline __m512i vmin_sub(__m512i x, __m512i m) {
     return _mm512_min_epu32(x, _mm512_sub_epi32(x, m));
 }
 
-// Permutations for stages whose butterfly distance t is below 16: 32 consecutive words (A = first 16, B = next
-// 16) hold 16 / t groups; X gathers the first halves of the groups, Y the second halves, W the twiddle index of
-// each X lane; A' and B' put the results back.
-typedef struct { __m512i x, y, a, b, w; } small_stage;
+// Register permutations between the layouts of the last five forward stages (t = 16 → 8 → 4 → 2 → 1 → natural
+// order) and the first five inverse stages (natural → t = 1 → 2 → 4 → 8 → 16), generated from the layout rule
+// X[k] = (k / t)·2t + k mod t, Y[k] = X[k] + t over 32 words; `twiddle_lane[log2 t][k] = k / t`.
+static const int32_t fused_forward[5][2][16] __attribute__((aligned(64))) = {
+    {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+     {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}},
+    {{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+     {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}},
+    {{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+     {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}},
+    {{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+     {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}},
+    {{0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23},
+     {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31}},
+};
+static const int32_t fused_inverse[5][2][16] __attribute__((aligned(64))) = {
+    {{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30},
+     {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31}},
+    {{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+     {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}},
+    {{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+     {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}},
+    {{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+     {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}},
+    {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+     {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}},
+};
+static const int32_t twiddle_lane[4][16] __attribute__((aligned(64))) = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7},
+    {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+};
 
-AVX512 static small_stage make_small_stage(size_t t) {
-    int32_t x[16], y[16], ia[16], ib[16], iw[16];
-    for (int k = 0; k < 16; k++) {
-        int g = k / (int)t, o = k % (int)t;
-        x[k] = g * 2 * (int)t + o;
-        y[k] = x[k] + (int)t;
-        iw[k] = g;
-    }
-    for (int e = 0; e < 32; e++) {
-        int g = e / (2 * (int)t), o = e % (2 * (int)t);
-        int src = o < (int)t ? g * (int)t + o : 16 + g * (int)t + o - (int)t;
-        if (e < 16) ia[e] = src; else ib[e - 16] = src;
-    }
-    small_stage s;
-    s.x = _mm512_loadu_si512(x);
-    s.y = _mm512_loadu_si512(y);
-    s.a = _mm512_loadu_si512(ia);
-    s.b = _mm512_loadu_si512(ib);
-    s.w = _mm512_loadu_si512(iw);
-    return s;
+AVX512 static inline __m512i load_index(const int32_t *p) { return _mm512_load_si512(p); }
+
+// Forward butterfly on registers: x ← u + v·w, y ← u + 2q − v·w with u = x reduced below 2q.
+AVX512 static inline void forward_butterfly(__m512i *x, __m512i *y, __m512i w, __m512i ws, __m512i q, __m512i two_q) {
+    __m512i u = vmin_sub(*x, two_q);
+    __m512i p = vmul_shoup_lazy(*y, w, ws, q);
+    *x = _mm512_add_epi32(u, p);
+    *y = _mm512_sub_epi32(_mm512_add_epi32(u, two_q), p);
+}
+
+// Inverse butterfly on registers: x ← (x + y) reduced below 2q, y ← (x + 2q − y)·w.
+AVX512 static inline void inverse_butterfly(__m512i *x, __m512i *y, __m512i w, __m512i ws, __m512i q, __m512i two_q) {
+    __m512i u = *x, v = *y;
+    *x = vmin_sub(_mm512_add_epi32(u, v), two_q);
+    *y = vmul_shoup_lazy(_mm512_sub_epi32(_mm512_add_epi32(u, two_q), v), w, ws, q);
+}
+
+// Twiddles of the 16 X lanes of a 32-word block at distance t < 16: w[base + k / t].
+AVX512 static inline void lane_twiddles(const uint32_t *w, const uint32_t *ws, size_t base, int log_t,
+                                        __m512i *tw, __m512i *tws) {
+    const __m512i idx = load_index(twiddle_lane[log_t]);
+    *tw = _mm512_permutexvar_epi32(idx, _mm512_loadu_si512(w + base));
+    *tws = _mm512_permutexvar_epi32(idx, _mm512_loadu_si512(ws + base));
 }
 
 AVX512 static void ntt32_forward_avx512(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
     const __m512i vq = _mm512_set1_epi32((int)q), v2q = _mm512_set1_epi32((int)(2 * q));
+    // Stages with t ≥ 32 stream through memory.
     size_t t = n;
-    for (size_t m = 1; m < n; m <<= 1) {
+    for (size_t m = 1; m < n / 32; m <<= 1) {
         t >>= 1;
-        if (t >= 16) {
-            for (size_t i = 0; i < m; i++) {
-                const __m512i wv = _mm512_set1_epi32((int)w[m + i]), wsv = _mm512_set1_epi32((int)ws[m + i]);
-                uint32_t *x = a + 2 * i * t, *y = x + t;
-                for (size_t j = 0; j < t; j += 16) {
-                    __m512i u = vmin_sub(_mm512_loadu_si512(x + j), v2q);
-                    __m512i p = vmul_shoup_lazy(_mm512_loadu_si512(y + j), wv, wsv, vq);
-                    _mm512_storeu_si512(x + j, _mm512_add_epi32(u, p));
-                    _mm512_storeu_si512(y + j, _mm512_sub_epi32(_mm512_add_epi32(u, v2q), p));
-                }
-            }
-        } else {
-            const small_stage s = make_small_stage(t);
-            for (size_t b = 0; b < n; b += 32) {
-                __m512i va = _mm512_loadu_si512(a + b), vb = _mm512_loadu_si512(a + b + 16);
-                __m512i x = _mm512_permutex2var_epi32(va, s.x, vb);
-                __m512i y = _mm512_permutex2var_epi32(va, s.y, vb);
-                size_t first = m + (b / 2) / t;
-                __m512i wv = _mm512_permutexvar_epi32(s.w, _mm512_loadu_si512(w + first));
-                __m512i wsv = _mm512_permutexvar_epi32(s.w, _mm512_loadu_si512(ws + first));
-                __m512i u = vmin_sub(x, v2q);
-                __m512i p = vmul_shoup_lazy(y, wv, wsv, vq);
-                __m512i nx = _mm512_add_epi32(u, p);
-                __m512i ny = _mm512_sub_epi32(_mm512_add_epi32(u, v2q), p);
-                if (t == 1) {
-                    // Last stage: reduce fully on the way out.
-                    nx = vmin_sub(vmin_sub(nx, v2q), vq);
-                    ny = vmin_sub(vmin_sub(ny, v2q), vq);
-                }
-                _mm512_storeu_si512(a + b, _mm512_permutex2var_epi32(nx, s.a, ny));
-                _mm512_storeu_si512(a + b + 16, _mm512_permutex2var_epi32(nx, s.b, ny));
+        for (size_t i = 0; i < m; i++) {
+            const __m512i wv = _mm512_set1_epi32((int)w[m + i]), wsv = _mm512_set1_epi32((int)ws[m + i]);
+            uint32_t *x = a + 2 * i * t, *y = x + t;
+            for (size_t j = 0; j < t; j += 16) {
+                __m512i u = _mm512_loadu_si512(x + j), v = _mm512_loadu_si512(y + j);
+                forward_butterfly(&u, &v, wv, wsv, vq, v2q);
+                _mm512_storeu_si512(x + j, u);
+                _mm512_storeu_si512(y + j, v);
             }
         }
+    }
+    // The last five stages (t = 16 … 1) run in registers on each 32-word block.
+    for (size_t b = 0; b < n; b += 32) {
+        __m512i x = _mm512_loadu_si512(a + b), y = _mm512_loadu_si512(a + b + 16);
+        const size_t g16 = n / 32 + b / 32;
+        forward_butterfly(&x, &y, _mm512_set1_epi32((int)w[g16]), _mm512_set1_epi32((int)ws[g16]), vq, v2q);
+        for (int step = 0; step < 4; step++) {
+            const int log_t = 3 - step;
+            const size_t tt = (size_t)1 << log_t;
+            __m512i nx = _mm512_permutex2var_epi32(x, load_index(fused_forward[step][0]), y);
+            __m512i ny = _mm512_permutex2var_epi32(x, load_index(fused_forward[step][1]), y);
+            __m512i tw, tws;
+            lane_twiddles(w, ws, n / (2 * tt) + b / (2 * tt), log_t, &tw, &tws);
+            forward_butterfly(&nx, &ny, tw, tws, vq, v2q);
+            x = nx;
+            y = ny;
+        }
+        x = vmin_sub(vmin_sub(x, v2q), vq);
+        y = vmin_sub(vmin_sub(y, v2q), vq);
+        _mm512_storeu_si512(a + b, _mm512_permutex2var_epi32(x, load_index(fused_forward[4][0]), y));
+        _mm512_storeu_si512(a + b + 16, _mm512_permutex2var_epi32(x, load_index(fused_forward[4][1]), y));
     }
 }
 
 AVX512 static void ntt32_inverse_avx512(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
                                         uint32_t inv_n, uint32_t inv_n_shoup) {
     const __m512i vq = _mm512_set1_epi32((int)q), v2q = _mm512_set1_epi32((int)(2 * q));
-    size_t t = 1;
-    for (size_t m = n; m > 1; m >>= 1) {
+    // The first five stages (t = 1 … 16) run in registers on each 32-word block.
+    for (size_t b = 0; b < n; b += 32) {
+        __m512i va = _mm512_loadu_si512(a + b), vb = _mm512_loadu_si512(a + b + 16);
+        __m512i x = _mm512_permutex2var_epi32(va, load_index(fused_inverse[0][0]), vb);
+        __m512i y = _mm512_permutex2var_epi32(va, load_index(fused_inverse[0][1]), vb);
+        for (int log_t = 0; log_t < 4; log_t++) {
+            const size_t tt = (size_t)1 << log_t;
+            __m512i tw, tws;
+            lane_twiddles(w, ws, n / (2 * tt) + b / (2 * tt), log_t, &tw, &tws);
+            inverse_butterfly(&x, &y, tw, tws, vq, v2q);
+            __m512i nx = _mm512_permutex2var_epi32(x, load_index(fused_inverse[log_t + 1][0]), y);
+            __m512i ny = _mm512_permutex2var_epi32(x, load_index(fused_inverse[log_t + 1][1]), y);
+            x = nx;
+            y = ny;
+        }
+        const size_t g16 = n / 32 + b / 32;
+        inverse_butterfly(&x, &y, _mm512_set1_epi32((int)w[g16]), _mm512_set1_epi32((int)ws[g16]), vq, v2q);
+        _mm512_storeu_si512(a + b, x);
+        _mm512_storeu_si512(a + b + 16, y);
+    }
+    // Stages with t ≥ 32 stream through memory.
+    size_t t = 32;
+    for (size_t m = n / 32; m > 1; m >>= 1) {
         const size_t h = m >> 1;
-        if (t >= 16) {
-            for (size_t i = 0; i < h; i++) {
-                const __m512i wv = _mm512_set1_epi32((int)w[h + i]), wsv = _mm512_set1_epi32((int)ws[h + i]);
-                uint32_t *x = a + 2 * i * t, *y = x + t;
-                for (size_t j = 0; j < t; j += 16) {
-                    __m512i u = _mm512_loadu_si512(x + j), v = _mm512_loadu_si512(y + j);
-                    _mm512_storeu_si512(x + j, vmin_sub(_mm512_add_epi32(u, v), v2q));
-                    _mm512_storeu_si512(y + j, vmul_shoup_lazy(_mm512_sub_epi32(_mm512_add_epi32(u, v2q), v),
-                                                               wv, wsv, vq));
-                }
-            }
-        } else {
-            const small_stage s = make_small_stage(t);
-            for (size_t b = 0; b < n; b += 32) {
-                __m512i va = _mm512_loadu_si512(a + b), vb = _mm512_loadu_si512(a + b + 16);
-                __m512i u = _mm512_permutex2var_epi32(va, s.x, vb);
-                __m512i v = _mm512_permutex2var_epi32(va, s.y, vb);
-                size_t first = h + (b / 2) / t;
-                __m512i wv = _mm512_permutexvar_epi32(s.w, _mm512_loadu_si512(w + first));
-                __m512i wsv = _mm512_permutexvar_epi32(s.w, _mm512_loadu_si512(ws + first));
-                __m512i nx = vmin_sub(_mm512_add_epi32(u, v), v2q);
-                __m512i ny = vmul_shoup_lazy(_mm512_sub_epi32(_mm512_add_epi32(u, v2q), v), wv, wsv, vq);
-                _mm512_storeu_si512(a + b, _mm512_permutex2var_epi32(nx, s.a, ny));
-                _mm512_storeu_si512(a + b + 16, _mm512_permutex2var_epi32(nx, s.b, ny));
+        for (size_t i = 0; i < h; i++) {
+            const __m512i wv = _mm512_set1_epi32((int)w[h + i]), wsv = _mm512_set1_epi32((int)ws[h + i]);
+            uint32_t *x = a + 2 * i * t, *y = x + t;
+            for (size_t j = 0; j < t; j += 16) {
+                __m512i u = _mm512_loadu_si512(x + j), v = _mm512_loadu_si512(y + j);
+                inverse_butterfly(&u, &v, wv, wsv, vq, v2q);
+                _mm512_storeu_si512(x + j, u);
+                _mm512_storeu_si512(y + j, v);
             }
         }
         t <<= 1;

@@ -36,70 +36,73 @@ static void scan_block32_portable(uint64_t *out, size_t pair_stride, size_t poly
 #include <immintrin.h>
 #define AVX512 __attribute__((target("avx512f")))
 
-// G streams at once, 4 accumulators each (even and odd lanes of the block's two 16-word halves), all in
-// registers; the plaintext block is loaded once per row for the G streams.
-#define CV_SCAN_GROUP(G)                                                                                       \
+// Adds one stream's reduced accumulators (even and odd lanes of the two 16-word halves) into `total`
+// (coefficient order) and clears them.
+AVX512 __attribute__((always_inline)) static inline void spill(__m512i *e0, __m512i *o0, __m512i *e1, __m512i *o1,
+                                                               uint64_t *total, uint32_t q, uint64_t barrett) {
+    uint64_t lanes[4][8];
+    _mm512_storeu_si512(lanes[0], *e0);
+    _mm512_storeu_si512(lanes[1], *o0);
+    _mm512_storeu_si512(lanes[2], *e1);
+    _mm512_storeu_si512(lanes[3], *o1);
+    *e0 = *o0 = *e1 = *o1 = _mm512_setzero_si512();
+    for (int i = 0; i < 8; i++) {
+        total[2 * i] += barrett_reduce(lanes[0][i], q, barrett);
+        total[2 * i + 1] += barrett_reduce(lanes[1][i], q, barrett);
+        total[16 + 2 * i] += barrett_reduce(lanes[2][i], q, barrett);
+        total[16 + 2 * i + 1] += barrett_reduce(lanes[3][i], q, barrett);
+    }
+}
+
+// Accumulators of stream g are named variables (not an array), so they stay in registers.
+#define CV_ACC_DECL(g) __m512i e0_##g = _mm512_setzero_si512(), o0_##g = e0_##g, e1_##g = e0_##g, o1_##g = e0_##g;
+#define CV_ACC_STEP(g)                                                                                          \
+    {                                                                                                           \
+        const __m512i s0 = _mm512_loadu_si512(x + (g) * 32), s1 = _mm512_loadu_si512(x + (g) * 32 + 16);        \
+        e0_##g = _mm512_add_epi64(e0_##g, _mm512_mul_epu32(p0, s0));                                             \
+        o0_##g = _mm512_add_epi64(o0_##g, _mm512_mul_epu32(p0o, _mm512_srli_epi64(s0, 32)));                     \
+        e1_##g = _mm512_add_epi64(e1_##g, _mm512_mul_epu32(p1, s1));                                             \
+        o1_##g = _mm512_add_epi64(o1_##g, _mm512_mul_epu32(p1o, _mm512_srli_epi64(s1, 32)));                     \
+    }
+#define CV_ACC_SPILL(g) spill(&e0_##g, &o0_##g, &e1_##g, &o1_##g, total[g], q, barrett);
+
+// G streams at once: the plaintext block row is loaded once for the G streams; DB rows are prefetched 32 rows
+// (4 KiB) ahead, which the hardware prefetchers, stopping at page boundaries, do not do on their own.
+#define CV_SCAN_GROUP(G, DECL, STEP, SPILL)                                                                     \
 AVX512 static void scan_group_##G(uint64_t *out, size_t pair_stride, size_t poly_stride, size_t first,        \
                                   const uint32_t *pt, const uint8_t *present, size_t rows,                     \
                                   const uint32_t *sel, size_t streams, uint32_t q, uint64_t barrett,           \
                                   size_t lazy) {                                                               \
-    __m512i acc[G][4];                                                                                         \
     uint64_t total[G][32];                                                                                     \
-    for (int g = 0; g < G; g++) {                                                                              \
-        for (int k = 0; k < 4; k++) acc[g][k] = _mm512_setzero_si512();                                        \
+    for (int g = 0; g < G; g++)                                                                                \
         for (int k = 0; k < 32; k++) total[g][k] = 0;                                                          \
-    }                                                                                                          \
+    DECL                                                                                                       \
     size_t pending = 0;                                                                                        \
     for (size_t r = 0; r < rows; r++) {                                                                        \
         if (!present[r]) continue;                                                                             \
         const __m512i p0 = _mm512_loadu_si512(pt + r * 32), p1 = _mm512_loadu_si512(pt + r * 32 + 16);        \
         const __m512i p0o = _mm512_srli_epi64(p0, 32), p1o = _mm512_srli_epi64(p1, 32);                        \
         const uint32_t *x = sel + (r * streams + first) * 32;                                                  \
-        _mm_prefetch((const char *)(pt + (r + 64) * 32), _MM_HINT_T0);                                          \
-        _mm_prefetch((const char *)(pt + (r + 64) * 32 + 16), _MM_HINT_T0);                                     \
-        for (int g = 0; g < G; g++) {                                                                          \
-            const __m512i s0 = _mm512_loadu_si512(x + g * 32), s1 = _mm512_loadu_si512(x + g * 32 + 16);      \
-            acc[g][0] = _mm512_add_epi64(acc[g][0], _mm512_mul_epu32(p0, s0));                                 \
-            acc[g][1] = _mm512_add_epi64(acc[g][1], _mm512_mul_epu32(p0o, _mm512_srli_epi64(s0, 32)));         \
-            acc[g][2] = _mm512_add_epi64(acc[g][2], _mm512_mul_epu32(p1, s1));                                 \
-            acc[g][3] = _mm512_add_epi64(acc[g][3], _mm512_mul_epu32(p1o, _mm512_srli_epi64(s1, 32)));         \
-        }                                                                                                      \
+        _mm_prefetch((const char *)(pt + (r + 32) * 32), _MM_HINT_T0);                                         \
+        _mm_prefetch((const char *)(pt + (r + 32) * 32 + 16), _MM_HINT_T0);                                    \
+        STEP                                                                                                   \
         if (++pending == lazy) {                                                                               \
-            spill_##G(acc, total, q, barrett);                                                                 \
+            SPILL                                                                                              \
             pending = 0;                                                                                       \
         }                                                                                                      \
     }                                                                                                          \
-    spill_##G(acc, total, q, barrett);                                                                         \
+    SPILL                                                                                                      \
     for (int g = 0; g < G; g++) {                                                                              \
         uint64_t *o = stream_out(out, pair_stride, poly_stride, first + (size_t)g);                            \
         for (int k = 0; k < 32; k++) o[k] = barrett_reduce(total[g][k], q, barrett);                           \
     }                                                                                                          \
 }
 
-// Adds the reduced accumulators into `total` (coefficient order) and clears them.
-#define CV_SCAN_SPILL(G)                                                                                       \
-AVX512 __attribute__((always_inline)) static inline void spill_##G(__m512i acc[G][4], uint64_t total[G][32], uint32_t q, uint64_t barrett) {  \
-    for (int g = 0; g < G; g++) {                                                                              \
-        uint64_t lanes[4][8];                                                                                  \
-        for (int k = 0; k < 4; k++) {                                                                          \
-            _mm512_storeu_si512(lanes[k], acc[g][k]);                                                          \
-            acc[g][k] = _mm512_setzero_si512();                                                                \
-        }                                                                                                      \
-        for (int i = 0; i < 8; i++) {                                                                          \
-            total[g][2 * i] += barrett_reduce(lanes[0][i], q, barrett);                                        \
-            total[g][2 * i + 1] += barrett_reduce(lanes[1][i], q, barrett);                                    \
-            total[g][16 + 2 * i] += barrett_reduce(lanes[2][i], q, barrett);                                   \
-            total[g][16 + 2 * i + 1] += barrett_reduce(lanes[3][i], q, barrett);                               \
-        }                                                                                                      \
-    }                                                                                                          \
-}
-
-CV_SCAN_SPILL(1)
-CV_SCAN_SPILL(2)
-CV_SCAN_SPILL(4)
-CV_SCAN_GROUP(1)
-CV_SCAN_GROUP(2)
-CV_SCAN_GROUP(4)
+CV_SCAN_GROUP(1, CV_ACC_DECL(0), CV_ACC_STEP(0), CV_ACC_SPILL(0))
+CV_SCAN_GROUP(2, CV_ACC_DECL(0) CV_ACC_DECL(1), CV_ACC_STEP(0) CV_ACC_STEP(1), CV_ACC_SPILL(0) CV_ACC_SPILL(1))
+CV_SCAN_GROUP(4, CV_ACC_DECL(0) CV_ACC_DECL(1) CV_ACC_DECL(2) CV_ACC_DECL(3),
+              CV_ACC_STEP(0) CV_ACC_STEP(1) CV_ACC_STEP(2) CV_ACC_STEP(3),
+              CV_ACC_SPILL(0) CV_ACC_SPILL(1) CV_ACC_SPILL(2) CV_ACC_SPILL(3))
 #endif
 
 void cv_scan_block32(uint64_t *out, size_t pair_stride, size_t poly_stride,

@@ -2,10 +2,10 @@
 // product is one 32 × 32-bit multiplication and sums of 14 products still fit 64 bits.
 #include "CKernels.h"
 
-#define CV_TENSOR(NAME, ATTR)                                                                                   \
+#define CV_TENSOR(NAME, ATTR, T)                                                                                \
 ATTR static void NAME(uint64_t *restrict acc0, uint64_t *restrict acc1, uint64_t *restrict acc2,                 \
-                      const uint64_t *restrict a0, const uint64_t *restrict a1, const uint64_t *restrict b0,     \
-                      const uint64_t *restrict b1, size_t count) {                                              \
+                      const T *restrict a0, const T *restrict a1, const T *restrict b0,                          \
+                      const T *restrict b1, size_t count) {                                                     \
     for (size_t j = 0; j < count; j++) {                                                                        \
         uint64_t x0 = (uint32_t)a0[j], x1 = (uint32_t)a1[j], y0 = (uint32_t)b0[j], y1 = (uint32_t)b1[j];        \
         acc0[j] += x0 * y0;                                                                                     \
@@ -14,9 +14,11 @@ ATTR static void NAME(uint64_t *restrict acc0, uint64_t *restrict acc1, uint64_t
     }                                                                                                           \
 }
 
-CV_TENSOR(tensor_portable, )
+CV_TENSOR(tensor_portable, , uint64_t)
+CV_TENSOR(tensor32_portable, , uint32_t)
 #if defined(__x86_64__)
-CV_TENSOR(tensor_avx512, __attribute__((target("avx512f"))))
+CV_TENSOR(tensor_avx512, __attribute__((target("avx512f"))), uint64_t)
+CV_TENSOR(tensor32_avx512, __attribute__((target("avx512f"))), uint32_t)
 #endif
 
 void cv_tensor_accumulate(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint64_t *a0, const uint64_t *a1,
@@ -28,4 +30,15 @@ void cv_tensor_accumulate(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const 
     }
 #endif
     tensor_portable(acc0, acc1, acc2, a0, a1, b0, b1, count);
+}
+
+void cv_tensor_accumulate32(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint32_t *a0, const uint32_t *a1,
+                            const uint32_t *b0, const uint32_t *b1, size_t count) {
+#if defined(__x86_64__)
+    if (cv_active_level() >= CV_LEVEL_AVX512) {
+        tensor32_avx512(acc0, acc1, acc2, a0, a1, b0, b1, count);
+        return;
+    }
+#endif
+    tensor32_portable(acc0, acc1, acc2, a0, a1, b0, b1, count);
 }

@@ -16,6 +16,15 @@ struct FirstDimension {
 
     /// Columns per query, in evaluation form over the ciphertext moduli.
     func compute(selectors: [[Ciphertext]], matrix: DatabaseMatrix, chunk: Int) throws -> [[Ciphertext]] {
+        let words = selectors.map { list in
+            list.map { ct in ct.converted(to: .eval).polys.flatMap { $0.data.map { UInt32(truncatingIfNeeded: $0) } } }
+        }
+        return try compute(selectorWords: words, matrix: matrix, chunk: chunk)
+    }
+
+    /// Columns per query from selectors given as 32-bit evaluation-form words (`[query][row]`, each 2 polynomials
+    /// × RNS rows × N).
+    func compute(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws -> [[Ciphertext]] {
         let d0 = parameters.dimensions[0]
         let d1 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
         guard matrix.columnHeight == d0 else { throw PIRError.invalidParameters("matrix columns differ from d0") }
@@ -30,16 +39,17 @@ struct FirstDimension {
         // Selectors in scan order: [RNS row][block][selector row][stream = query · 2 + poly][32 coefficients].
         var selectorWords = [UInt32](repeating: 0, count: rows * blocks * d0 * streams * width)
         selectorWords.withUnsafeMutableBufferPointer { dst in
+            guard let out = dst.baseAddress else { return }
             for (q, list) in selectors.enumerated() {
-                for (row, ct) in list.enumerated() {
-                    for poly in 0..<2 {
-                        let stream = q * 2 + poly
-                        ct.polys[poly].data.withUnsafeBufferPointer { src in
+                for (row, words) in list.enumerated() where words.count == 2 * rowStride {
+                    words.withUnsafeBufferPointer { src in
+                        guard let from = src.baseAddress else { return }
+                        for poly in 0..<2 {
+                            let stream = q * 2 + poly
                             for r in 0..<rows {
                                 for b in 0..<blocks {
                                     let base = (((r * blocks + b) * d0 + row) * streams + stream) * width
-                                    let from = r * n + b * width
-                                    for k in 0..<width { dst[base + k] = UInt32(truncatingIfNeeded: src[from + k]) }
+                                    (out + base).update(from: from + poly * rowStride + r * n + b * width, count: width)
                                 }
                             }
                         }

@@ -113,6 +113,9 @@ public struct MulPirServer: Sendable {
             return Double(now - clock) / 1e9
         }
         for q in queries { try validate(query: q.query, pirCalls: q.pirCalls, evaluationKey: q.evaluationKey) }
+        if let kernel = context.narrowKeySwitch, tables.allSatisfy({ if case .narrow = $0 { true } else { false } }) {
+            return try computeNarrow(queries: queries, kernel: kernel, timings: &timings, lap: lap)
+        }
         let p = parameters
         let s = p.selectorsPerIndex
         let d0 = p.dimensions[0]
@@ -154,6 +157,73 @@ public struct MulPirServer: Sendable {
         let replies = try concurrentMap(queries.count * calls) { task in
             let (i, j) = (task / calls, task % calls)
             let selectors = Array(expanded[i][(j * s + d0)..<((j + 1) * s)])
+            return try (0..<p.chunkCount).map { chunk in
+                let reply = try secondDimension(selectors: selectors, columns: firstDimension[i][j][chunk],
+                                                evaluationKey: queries[i].evaluationKey)
+                return try context.modSwitchDownToSingle(reply)
+            }
+        }
+        return (0..<queries.count).map { i in Array(replies[(i * calls)..<((i + 1) * calls)]) }
+    }
+
+    /// The 32-bit path: expansion leaves stay 32-bit words, row selectors go to evaluation form in place and
+    /// straight into the scan's layout; only the second dimension's selectors become `Ciphertext`s.
+    private func computeNarrow(queries: [(query: [Ciphertext], pirCalls: Int, evaluationKey: EvaluationKey)],
+                               kernel: NarrowKeySwitch, timings: inout ServerTimings, lap: () -> Double) throws
+        -> [[[Ciphertext]]] {
+        let p = parameters
+        let s = p.selectorsPerIndex
+        let d0 = p.dimensions[0]
+        // 1. Expansion: one query per thread, or a single query's tree over all threads.
+        let treeThreads = queries.count == 1 ? threads : 1
+        let expanded: [[[UInt32]]] = try concurrentMap(queries.count) { i in
+            let expansion = QueryExpansion(context: context, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
+            var out: [[UInt32]] = []
+            var remaining = p.expandedQueryCount
+            for ct in queries[i].query {
+                let count = min(remaining, context.degree)
+                guard let leaves = try expansion.expandWords(ct, count: count) else {
+                    throw PIRError.invalidQuery("query ciphertexts do not fit the 32-bit expansion")
+                }
+                out.append(contentsOf: leaves)
+                remaining -= count
+            }
+            return out
+        }
+        timings.expansion += lap()
+        // 2. First dimension, one pass per sub-table for every (query, call) pair reading it.
+        var columns = [[[[Ciphertext]]]](repeating: [], count: queries.count)
+        for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
+        let first = FirstDimension(context: context, parameters: p, threads: threads)
+        let passes: [[Int]] = tables.count == 1 ? [Array(0..<p.batchSize)] : (0..<p.batchSize).map { [$0] }
+        for calls in passes {
+            guard case .narrow(let matrix) = tables.count == 1 ? tables[0] : tables[calls[0]] else { continue }
+            let pairs = queries.indices.flatMap { i in calls.map { j in (i, j) } }
+            let flat = try concurrentMap(pairs.count * d0) { task in
+                let (i, j) = pairs[task / d0]
+                var words = expanded[i][j * s + task % d0]
+                words.withUnsafeMutableBufferPointer { w in
+                    if let base = w.baseAddress { kernel.forwardNTT(base) }
+                }
+                return words
+            }
+            let rowSelectors = pairs.indices.map { k in Array(flat[(k * d0)..<((k + 1) * d0)]) }
+            for chunk in 0..<p.chunkCount {
+                let result = try first.compute(selectorWords: rowSelectors, matrix: matrix, chunk: chunk)
+                for (k, (i, j)) in pairs.enumerated() { columns[i][j].append(result[k]) }
+            }
+        }
+        timings.firstDimension += lap()
+        timings.scannedBytes += databaseBytes / max(tables.count, 1) * passes.count
+        // 3. Second dimension and modulus switch, one task per (query, PIR call).
+        let firstDimension = columns
+        defer { timings.secondDimension += lap() }
+        let calls = p.batchSize
+        let replies = try concurrentMap(queries.count * calls) { task in
+            let (i, j) = (task / calls, task % calls)
+            let selectors = try expanded[i][(j * s + d0)..<((j + 1) * s)].map {
+                try kernel.ciphertext(words: $0, format: .coeff, context: context)
+            }
             return try (0..<p.chunkCount).map { chunk in
                 let reply = try secondDimension(selectors: selectors, columns: firstDimension[i][j][chunk],
                                                 evaluationKey: queries[i].evaluationKey)

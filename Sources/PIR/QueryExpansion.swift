@@ -43,29 +43,32 @@ public struct QueryExpansion: Sendable {
         let height = ceilLog2(count)
         let coeff = ciphertext.converted(to: .coeff)
         if let ks = context.narrowKeySwitch, coeff.polys.count == 2, coeff.moduliCount == ks.rows {
-            return try expandNarrow(coeff, count: count, height: height, kernel: ks)
+            return try expandNarrow(coeff, count: count, kernel: ks)
         }
         return try expand(coeff, count: count, level: 1, height: height, threads: threads)
     }
 
-    /// The expansion tree on 32-bit words with the fused Galois kernel: no allocation inside a node.
-    private func expandNarrow(_ c: Ciphertext, count: Int, height: Int, kernel: NarrowKeySwitch) throws -> [Ciphertext] {
+    /// Expands one query ciphertext into `count` outputs as 32-bit coefficient-form words (2 polynomials × rows ×
+    /// N each, see `NarrowKeySwitch`), or nil when the parameters have no 32-bit kernel.
+    public func expandWords(_ ciphertext: Ciphertext, count: Int) throws -> [[UInt32]]? {
+        guard count >= 1, count <= context.degree else { throw PIRError.invalidQuery("expansion to \(count) outputs") }
+        guard let kernel = context.narrowKeySwitch, ciphertext.polys.count == 2,
+              ciphertext.moduliCount == kernel.rows else { return nil }
+        let c = ciphertext.converted(to: .coeff)
         let n = context.degree
         let rows = kernel.rows
         var root = [UInt32](repeating: 0, count: kernel.ciphertextWords)
         for (poly, p) in c.polys.enumerated() {
             for i in 0..<(rows * n) { root[poly * rows * n + i] = UInt32(truncatingIfNeeded: p.data[i]) }
         }
-        let leaves = try expandNarrow(root, count: count, level: 1, height: height, threads: threads, kernel: kernel,
-                                      scratch: kernel.makeScratch())
-        let ctx = context.ciphertextContext
-        return try leaves.map { words in
-            let polys = try (0..<2).map { poly in
-                try PolyRq(context: ctx, format: .coeff,
-                           data: words[(poly * rows * n)..<((poly + 1) * rows * n)].map { UInt64($0) })
-            }
-            return try Ciphertext(context: context, polys: polys)
-        }
+        return try expandNarrow(root, count: count, level: 1, height: ceilLog2(count), threads: threads,
+                                kernel: kernel, scratch: kernel.makeScratch())
+    }
+
+    /// The expansion tree on 32-bit words with the fused Galois kernel, as ciphertexts.
+    private func expandNarrow(_ c: Ciphertext, count: Int, kernel: NarrowKeySwitch) throws -> [Ciphertext] {
+        let leaves = try expandWords(c, count: count) ?? []
+        return try leaves.map { try kernel.ciphertext(words: $0, format: .coeff, context: context) }
     }
 
     private func expandNarrow(_ c: [UInt32], count: Int, level: Int, height: Int, threads: Int,

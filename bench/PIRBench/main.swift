@@ -5,6 +5,7 @@
 //   PIRBench [--rows N] [--value-bytes B] [--queries Q] [--threads 1,2] [--batches 1,8]
 import BFV
 import Dispatch
+import Foundation
 import PIR
 
 struct Options {
@@ -126,5 +127,12 @@ for threads in options.threads {
         print("| \(kind) \(options.rows) | \(threads) | \(batch) | \(fixed(perQuery * 1000)) | \(fixed(1 / perQuery)) | "
             + "\(fixed(t.expansion * 1000)) | \(fixed(t.firstDimension * 1000)) | \(fixed(t.secondDimension * 1000)) | "
             + "\(fixed(Double(t.scannedBytes) / t.firstDimension / 1e9, 2)) |")
+        // Minimum of each phase over the samples (least disturbed by other load on a shared machine), on stderr.
+        let phases = samples.map { $0.timings }
+        let expansionMin = fixed((phases.map(\.expansion).min() ?? 0) * 1000)
+        let scanMin = fixed((phases.map(\.firstDimension).min() ?? 0) * 1000)
+        let secondMin = fixed((phases.map(\.secondDimension).min() ?? 0) * 1000)
+        FileHandle.standardError.write(Data(("  min ms: total \(fixed(samples[0].total * 1000 / Double(batch))), "
+            + "expansion \(expansionMin), scan \(scanMin), 2nd dim \(secondMin)\n").utf8))
     }
 }

@@ -99,7 +99,7 @@ void cv_expand_combine32(uint32_t *even, uint32_t *odd, const uint32_t *c, const
 /// sides: `in[i * in_stride + j]` mod `from[i]` (`ls` moduli) to `out[k * out_stride + j]` mod `to[k]` (`lt`).
 /// Tables: `punct_inv[i] = (B/b_i)^{-1} mod b_i` with Shoup quotients, `recip[i] = 1/b_i`,
 /// `punct_in_target[k * ls + i] = [B/b_i]_{m_k}` with Shoup quotients, `prod_in_target[k] = [B]_{m_k}`.
-/// `scratch` holds `(ls + 2) · count` words.
+/// `scratch` holds `(ls + 2) · count` words; the output's first row doubles as scratch during the call.
 void cv_convert_centered32(uint64_t *out, size_t out_stride, const uint64_t *in, size_t in_stride, size_t count,
                            size_t ls, const uint32_t *from, const uint32_t *punct_inv,
                            const uint32_t *punct_inv_shoup, const double *recip,
@@ -112,5 +112,37 @@ void cv_convert_centered32(uint64_t *out, size_t out_stride, const uint64_t *in,
 /// before 7 products have been added).
 void cv_tensor_accumulate(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint64_t *a0, const uint64_t *a1,
                           const uint64_t *b0, const uint64_t *b1, size_t count);
+
+/// Tables of `cv_extend32`: NTTs of every modulus of Q ∪ P (the `lq` ciphertext moduli, then the `lp` auxiliary
+/// ones) and the Q → P base conversion (tables as in `cv_convert_centered32`).
+typedef struct {
+    size_t n;
+    size_t lq;
+    size_t lp;
+    const uint32_t *moduli;
+    const uint32_t *const *fwd;
+    const uint32_t *const *fwd_shoup;
+    const uint32_t *const *inv;
+    const uint32_t *const *inv_shoup;
+    const uint32_t *inv_n;
+    const uint32_t *inv_n_shoup;
+    const uint32_t *punct_inv;
+    const uint32_t *punct_inv_shoup;
+    const double *recip;
+    const uint32_t *punct_in_target;
+    const uint32_t *punct_in_target_shoup;
+    const uint32_t *prod_in_target;
+} cv_extend_params;
+
+/// 32-bit words of scratch `cv_extend32` needs.
+size_t cv_extend_scratch(const cv_extend_params *pp);
+
+/// Extends a polynomial over Q (`lq` rows of 64-bit words, evaluation form if `in_eval`, else coefficient form)
+/// exactly to Q ∪ P in evaluation form: `out` gets `lq + lp` rows of 32-bit words.
+void cv_extend32(uint32_t *out, const uint64_t *in, int in_eval, const cv_extend_params *pp, uint32_t *scratch);
+
+/// `cv_tensor_accumulate` on 32-bit operands.
+void cv_tensor_accumulate32(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint32_t *a0, const uint32_t *a1,
+                            const uint32_t *b0, const uint32_t *b1, size_t count);
 
 #endif
