@@ -53,8 +53,9 @@ public struct PolyRq: Sendable, Equatable {
         try self.init(context: context, format: format, data: rows.flatMap { $0 })
     }
 
-    /// Internal initializer that trusts its input.
-    @usableFromInline init(unchecked context: PolyContext, format: PolyFormat, data: [UInt64]) {
+    /// Initializer that trusts its input (values already reduced, size right): for the engine's own kernels in
+    /// this package, never for bytes from outside.
+    @usableFromInline package init(unchecked context: PolyContext, format: PolyFormat, data: [UInt64]) {
         self.context = context
         self.format = format
         self.data = data

@@ -190,15 +190,10 @@ public struct MulPirServer: Sendable {
             }
             return out
         }
-        timings.expansion += lap()
-        // 2. First dimension, one pass per sub-table for every (query, call) pair reading it.
-        var columns = [[[[Ciphertext]]]](repeating: [], count: queries.count)
-        for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
-        let first = FirstDimension(context: context, parameters: p, threads: threads)
+        // Row selectors to evaluation form in place (part of producing the selectors, timed with expansion).
         let passes: [[Int]] = tables.count == 1 ? [Array(0..<p.batchSize)] : (0..<p.batchSize).map { [$0] }
-        for calls in passes {
-            guard case .narrow(let matrix) = tables.count == 1 ? tables[0] : tables[calls[0]] else { continue }
-            let pairs = queries.indices.flatMap { i in calls.map { j in (i, j) } }
+        let passPairs = passes.map { calls in queries.indices.flatMap { i in calls.map { j in (i, j) } } }
+        let passSelectors: [[[[UInt32]]]] = try passPairs.map { pairs in
             let flat = try concurrentMap(pairs.count * d0) { task in
                 let (i, j) = pairs[task / d0]
                 var words = expanded[i][j * s + task % d0]
@@ -207,10 +202,18 @@ public struct MulPirServer: Sendable {
                 }
                 return words
             }
-            let rowSelectors = pairs.indices.map { k in Array(flat[(k * d0)..<((k + 1) * d0)]) }
+            return pairs.indices.map { k in Array(flat[(k * d0)..<((k + 1) * d0)]) }
+        }
+        timings.expansion += lap()
+        // 2. First dimension, one pass per sub-table for every (query, call) pair reading it.
+        var columns = [[[[Ciphertext]]]](repeating: [], count: queries.count)
+        for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
+        let first = FirstDimension(context: context, parameters: p, threads: threads)
+        for (pass, calls) in passes.enumerated() {
+            guard case .narrow(let matrix) = tables.count == 1 ? tables[0] : tables[calls[0]] else { continue }
             for chunk in 0..<p.chunkCount {
-                let result = try first.compute(selectorWords: rowSelectors, matrix: matrix, chunk: chunk)
-                for (k, (i, j)) in pairs.enumerated() { columns[i][j].append(result[k]) }
+                let result = try first.compute(selectorWords: passSelectors[pass], matrix: matrix, chunk: chunk)
+                for (k, (i, j)) in passPairs[pass].enumerated() { columns[i][j].append(result[k]) }
             }
         }
         timings.firstDimension += lap()
