@@ -50,7 +50,14 @@ extension Context {
         var accQ = [PolyRq](repeating: PolyRq(zeroIn: ctx, format: .eval), count: 3)
         var accP = [PolyRq](repeating: PolyRq(zeroIn: aux, format: .eval), count: 3)
         if let tensor = mc.narrowTensor {
-            try accumulateNarrow(pairs, tensor: tensor, accQ: &accQ, accP: &accP)
+            let words = tensor.extendedWords
+            try accumulateNarrow(count: pairs.count, tensor: tensor, accQ: &accQ, accP: &accP) { k, x, scratch in
+                let (a, b) = pairs[k]
+                tensor.extend(a.polys[0], into: x, scratch: &scratch)
+                tensor.extend(a.polys[1], into: x + words, scratch: &scratch)
+                tensor.extend(b.polys[0], into: x + 2 * words, scratch: &scratch)
+                tensor.extend(b.polys[1], into: x + 3 * words, scratch: &scratch)
+            }
         } else {
             for (a, b) in pairs {
                 let ae = a.polys.map(extend)
@@ -68,6 +75,16 @@ extension Context {
             }
         }
 
+        return try scaledSum(accQ: accQ, accP: accP, constants: mc)
+    }
+
+    /// `round(t·X/Q)` of the exact sum `X` given over `Q ∪ P` in evaluation form (3 polynomials): computed in
+    /// base P as `(t·X − [t·X]_Q)·Q^{-1}` and converted back to Q. Returns 3 polynomials in coefficient form.
+    private func scaledSum(accQ: [PolyRq], accP: [PolyRq], constants mc: MultiplicationConstants) throws -> Ciphertext {
+        let aux = mc.auxContext
+        let ctx = accQ[0].context
+        let n = degree
+        let lp = aux.rowCount
         func scale(_ xq: PolyRq, _ xp: PolyRq) -> PolyRq {
             // r = [t·X]_Q, lifted centred into P.
             var r = xq
@@ -97,15 +114,49 @@ extension Context {
             }
             return out
         }
-
         let polys = (0..<3).map { scale(accQ[$0].converted(to: .coeff), accP[$0].converted(to: .coeff)) }
         return try Ciphertext(context: self, polys: polys, correctionFactor: 1, seed: nil)
     }
 
+    /// `Σ_i a_i ⊗ b_i` (as `multiplyAccumulate`) for ciphertexts over the ciphertext moduli given as 32-bit words
+    /// (2 polynomials × rows × N each, evaluation form where the flag says so), for the engine's own kernels:
+    /// no conversion to polynomials on the way in. Needs 30-bit moduli (`narrowTensor`).
+    package func multiplyAccumulate(words pairs: [(a: [UInt32], aEval: Bool, b: [UInt32], bEval: Bool)]) throws
+        -> Ciphertext {
+        guard !pairs.isEmpty else { throw HEError.incompatibleOperands("no ciphertext pairs to multiply") }
+        guard pairs.count <= MultiplicationConstants.maxAccumulatedProducts else {
+            throw HEError.incompatibleOperands("\(pairs.count) products exceed the auxiliary base's headroom")
+        }
+        let ctx = ciphertextContext
+        let mc = try level(ctx.rowCount).multiplication
+        guard let tensor = mc.narrowTensor else { throw HEError.invalidParameters("no 32-bit multiplication kernel") }
+        let half = ctx.rowCount * degree
+        for pair in pairs where pair.a.count != 2 * half || pair.b.count != 2 * half {
+            throw HEError.incompatibleOperands("ciphertext words must hold 2 polynomials over the ciphertext moduli")
+        }
+        var accQ = [PolyRq](repeating: PolyRq(zeroIn: ctx, format: .eval), count: 3)
+        var accP = [PolyRq](repeating: PolyRq(zeroIn: mc.auxContext, format: .eval), count: 3)
+        let words = tensor.extendedWords
+        try accumulateNarrow(count: pairs.count, tensor: tensor, accQ: &accQ, accP: &accP) { k, x, scratch in
+            let pair = pairs[k]
+            pair.a.withUnsafeBufferPointer { a in
+                pair.b.withUnsafeBufferPointer { b in
+                    guard let pa = a.baseAddress, let pb = b.baseAddress else { return }
+                    tensor.extend(words: pa, eval: pair.aEval, into: x, scratch: &scratch)
+                    tensor.extend(words: pa + half, eval: pair.aEval, into: x + words, scratch: &scratch)
+                    tensor.extend(words: pb, eval: pair.bEval, into: x + 2 * words, scratch: &scratch)
+                    tensor.extend(words: pb + half, eval: pair.bEval, into: x + 3 * words, scratch: &scratch)
+                }
+            }
+        }
+        return try scaledSum(accQ: accQ, accP: accP, constants: mc)
+    }
+
     /// The tensor sums for residues below 2^30: each operand is extended to Q ∪ P on 32-bit words
     /// (`NarrowTensor`), its four products go straight into 64-bit accumulators, reduced once every 7 pairs.
-    private func accumulateNarrow(_ pairs: [(Ciphertext, Ciphertext)], tensor: NarrowTensor,
-                                  accQ: inout [PolyRq], accP: inout [PolyRq]) throws {
+    /// `extend(k, buffer, scratch)` writes pair k's four extended operands (a0, a1, b0, b1) into the buffer.
+    private func accumulateNarrow(count: Int, tensor: NarrowTensor, accQ: inout [PolyRq], accP: inout [PolyRq],
+                                  extend: (Int, UnsafeMutablePointer<UInt32>, inout [UInt32]) -> Void) throws {
         let lq = accQ[0].context.rowCount
         let moduli = accQ[0].context.moduli + accP[0].context.moduli
         let n = degree
@@ -126,13 +177,10 @@ extension Context {
             }
         }
         var pending = 0
-        for (a, b) in pairs {
+        for k in 0..<count {
             operands.withUnsafeMutableBufferPointer { o in
                 guard let x = o.baseAddress else { return }
-                tensor.extend(a.polys[0], into: x, scratch: &scratch)
-                tensor.extend(a.polys[1], into: x + words, scratch: &scratch)
-                tensor.extend(b.polys[0], into: x + 2 * words, scratch: &scratch)
-                tensor.extend(b.polys[1], into: x + 3 * words, scratch: &scratch)
+                extend(k, x, &scratch)
                 acc.withUnsafeMutableBufferPointer { accBuffer in
                     guard let c = accBuffer.baseAddress else { return }
                     cv_tensor_accumulate32(c, c + words, c + 2 * words, x, x + words, x + 2 * words, x + 3 * words,

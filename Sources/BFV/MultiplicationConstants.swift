@@ -6,7 +6,7 @@
 /// which the protocol permits (SPEC-HE §10.5): only decryption results are compared.
 struct MultiplicationConstants: Sendable {
     /// Most tensor products one scaling may sum (the bound P is sized for).
-    static let maxAccumulatedProducts = 1 << 20
+    static let maxAccumulatedProducts = 1 << 12
     /// The auxiliary primes P (30-bit, NTT-friendly: their transforms take the 32-bit kernels and the base
     /// conversions sum in 64 bits).
     let auxContext: PolyContext

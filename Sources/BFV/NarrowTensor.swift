@@ -79,8 +79,16 @@ final class NarrowTensor: @unchecked Sendable {
     func extend(_ poly: PolyRq, into out: UnsafeMutablePointer<UInt32>, scratch: inout [UInt32]) {
         poly.data.withUnsafeBufferPointer { src in
             scratch.withUnsafeMutableBufferPointer { s in
-                cv_extend32(out, src.baseAddress, poly.format == .eval ? 1 : 0, params, s.baseAddress)
+                cv_extend32(out, src.baseAddress, 1, poly.format == .eval ? 1 : 0, params, s.baseAddress)
             }
+        }
+    }
+
+    /// `extend` for a polynomial given as 32-bit words over Q (`rows(Q) × degree`).
+    func extend(words: UnsafePointer<UInt32>, eval: Bool, into out: UnsafeMutablePointer<UInt32>,
+                scratch: inout [UInt32]) {
+        scratch.withUnsafeMutableBufferPointer { s in
+            cv_extend32(out, words, 0, eval ? 1 : 0, params, s.baseAddress)
         }
     }
 }

@@ -102,15 +102,21 @@ size_t cv_extend_scratch(const cv_extend_params *pp) {
     return pp->lq * pp->n + (pp->lq + 2) * pp->n + 2 * pp->n;
 }
 
-void cv_extend32(uint32_t *out, const uint64_t *in, int in_eval, const cv_extend_params *pp, uint32_t *scratch) {
+void cv_extend32(uint32_t *out, const void *in, int in_wide, int in_eval, const cv_extend_params *pp,
+                 uint32_t *scratch) {
     const size_t n = pp->n, lq = pp->lq, lp = pp->lp;
     uint32_t *coeff = scratch;
     uint32_t *conv = scratch + lq * n;
     double *sum = (double *)(conv + (lq + 2) * n);
     for (size_t r = 0; r < lq; r++) {
         uint32_t *c = coeff + r * n, *o = out + r * n;
-        const uint64_t *src = in + r * n;
-        for (size_t j = 0; j < n; j++) c[j] = (uint32_t)src[j];
+        if (in_wide) {
+            const uint64_t *src = (const uint64_t *)in + r * n;
+            for (size_t j = 0; j < n; j++) c[j] = (uint32_t)src[j];
+        } else {
+            const uint32_t *src = (const uint32_t *)in + r * n;
+            for (size_t j = 0; j < n; j++) c[j] = src[j];
+        }
         if (in_eval) {
             for (size_t j = 0; j < n; j++) o[j] = c[j];
             cv_ntt32_inverse(c, n, pp->inv[r], pp->inv_shoup[r], pp->moduli[r], pp->inv_n[r], pp->inv_n_shoup[r]);

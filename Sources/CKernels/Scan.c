@@ -8,11 +8,11 @@ static inline uint64_t barrett_reduce(uint64_t x, uint32_t q, uint64_t barrett) 
     return r >= q ? r - q : r;
 }
 
-static inline uint64_t *stream_out(uint64_t *out, size_t pair_stride, size_t poly_stride, size_t s) {
+static inline uint32_t *stream_out(uint32_t *out, size_t pair_stride, size_t poly_stride, size_t s) {
     return out + (s / 2) * pair_stride + (s % 2) * poly_stride;
 }
 
-static void scan_block32_portable(uint64_t *out, size_t pair_stride, size_t poly_stride,
+static void scan_block32_portable(uint32_t *out, size_t pair_stride, size_t poly_stride,
                                   const uint32_t *pt, const uint8_t *present, size_t rows,
                                   const uint32_t *sel, size_t streams, uint32_t q, uint64_t barrett, size_t lazy) {
     for (size_t s = 0; s < streams; s++) {
@@ -27,8 +27,8 @@ static void scan_block32_portable(uint64_t *out, size_t pair_stride, size_t poly
                 pending = 0;
             }
         }
-        uint64_t *o = stream_out(out, pair_stride, poly_stride, s);
-        for (int k = 0; k < 32; k++) o[k] = barrett_reduce(total[k] + barrett_reduce(acc[k], q, barrett), q, barrett);
+        uint32_t *o = stream_out(out, pair_stride, poly_stride, s);
+        for (int k = 0; k < 32; k++) o[k] = (uint32_t)barrett_reduce(total[k] + barrett_reduce(acc[k], q, barrett), q, barrett);
     }
 }
 
@@ -69,7 +69,7 @@ AVX512 __attribute__((always_inline)) static inline void spill(__m512i *e0, __m5
 // G streams at once: the plaintext block row is loaded once for the G streams; DB rows are prefetched 32 rows
 // (4 KiB) ahead, which the hardware prefetchers, stopping at page boundaries, do not do on their own.
 #define CV_SCAN_GROUP(G, DECL, STEP, SPILL)                                                                     \
-AVX512 static void scan_group_##G(uint64_t *out, size_t pair_stride, size_t poly_stride, size_t first,        \
+AVX512 static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t poly_stride, size_t first,        \
                                   const uint32_t *pt, const uint8_t *present, size_t rows,                     \
                                   const uint32_t *sel, size_t streams, uint32_t q, uint64_t barrett,           \
                                   size_t lazy) {                                                               \
@@ -93,8 +93,8 @@ AVX512 static void scan_group_##G(uint64_t *out, size_t pair_stride, size_t poly
     }                                                                                                          \
     SPILL                                                                                                      \
     for (int g = 0; g < G; g++) {                                                                              \
-        uint64_t *o = stream_out(out, pair_stride, poly_stride, first + (size_t)g);                            \
-        for (int k = 0; k < 32; k++) o[k] = barrett_reduce(total[g][k], q, barrett);                           \
+        uint32_t *o = stream_out(out, pair_stride, poly_stride, first + (size_t)g);                            \
+        for (int k = 0; k < 32; k++) o[k] = (uint32_t)barrett_reduce(total[g][k], q, barrett);                 \
     }                                                                                                          \
 }
 
@@ -105,7 +105,7 @@ CV_SCAN_GROUP(4, CV_ACC_DECL(0) CV_ACC_DECL(1) CV_ACC_DECL(2) CV_ACC_DECL(3),
               CV_ACC_SPILL(0) CV_ACC_SPILL(1) CV_ACC_SPILL(2) CV_ACC_SPILL(3))
 #endif
 
-void cv_scan_block32(uint64_t *out, size_t pair_stride, size_t poly_stride,
+void cv_scan_block32(uint32_t *out, size_t pair_stride, size_t poly_stride,
                      const uint32_t *pt, const uint8_t *present, size_t rows,
                      const uint32_t *sel, size_t streams,
                      uint32_t q, uint64_t barrett, size_t lazy) {

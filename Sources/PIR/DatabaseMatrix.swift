@@ -106,5 +106,5 @@ struct ScanBuffers: @unchecked Sendable {
     let matrix: UnsafePointer<UInt32>
     let present: UnsafePointer<UInt8>
     let selectors: UnsafePointer<UInt32>
-    let output: UnsafeMutablePointer<UInt64>
+    let output: UnsafeMutablePointer<UInt32>
 }

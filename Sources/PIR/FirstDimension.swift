@@ -25,6 +25,21 @@ struct FirstDimension {
     /// Columns per query from selectors given as 32-bit evaluation-form words (`[query][row]`, each 2 polynomials
     /// × RNS rows × N).
     func compute(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws -> [[Ciphertext]] {
+        let ctx = context.ciphertextContext
+        let half = ctx.rowCount * context.degree
+        return try computeWords(selectorWords: selectors, matrix: matrix, chunk: chunk).map { columns in
+            try columns.map { words in
+                // Reduced by the kernel below each modulus.
+                let polys = (0..<2).map { poly in
+                    PolyRq(unchecked: ctx, format: .eval, data: words[(poly * half)..<((poly + 1) * half)].map { UInt64($0) })
+                }
+                return try Ciphertext(context: context, polys: polys)
+            }
+        }
+    }
+
+    /// Columns per query as 32-bit evaluation-form words (`[query][column]`, 2 polynomials × RNS rows × N each).
+    func computeWords(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws -> [[[UInt32]]] {
         let d0 = parameters.dimensions[0]
         let d1 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
         guard matrix.columnHeight == d0 else { throw PIRError.invalidParameters("matrix columns differ from d0") }
@@ -37,11 +52,17 @@ struct FirstDimension {
         let width = DatabaseMatrix.blockWidth
         let blocks = n / width
         // Selectors in scan order: [RNS row][block][selector row][stream = query · 2 + poly][32 coefficients].
-        var selectorWords = [UInt32](repeating: 0, count: rows * blocks * d0 * streams * width)
+        guard selectors.allSatisfy({ $0.count == d0 && $0.allSatisfy { $0.count == 2 * rowStride } }) else {
+            throw PIRError.invalidQuery("first-dimension selectors must be \(d0) ciphertexts per query")
+        }
+        // Every word is copied below (each query has d0 full selectors), so no zero fill.
+        var selectorWords = [UInt32](unsafeUninitializedCapacity: rows * blocks * d0 * streams * width) { _, count in
+            count = rows * blocks * d0 * streams * width
+        }
         selectorWords.withUnsafeMutableBufferPointer { dst in
             guard let out = dst.baseAddress else { return }
             for (q, list) in selectors.enumerated() {
-                for (row, words) in list.enumerated() where words.count == 2 * rowStride {
+                for (row, words) in list.enumerated() {
                     words.withUnsafeBufferPointer { src in
                         guard let from = src.baseAddress else { return }
                         for poly in 0..<2 {
@@ -57,8 +78,10 @@ struct FirstDimension {
                 }
             }
         }
-        // Every word is written by the kernel (all streams, columns, rows and blocks), so no zero fill.
-        var output = [UInt64](unsafeUninitializedCapacity: batch * d1 * 2 * rowStride) { _, count in
+        // One array per (query, column): 2 polynomials × RNS rows × N words. The kernel writes through the
+        // query and polynomial strides of one contiguous block, then the block is cut per column.
+        var output = [UInt32](unsafeUninitializedCapacity: batch * d1 * 2 * rowStride) { _, count in
+            // Every word is written by the kernel (all streams, columns, rows and blocks), so no zero fill.
             count = batch * d1 * 2 * rowStride
         }
         let blocksPerTask = 8
@@ -90,14 +113,10 @@ struct FirstDimension {
                 }
             }
         }
-        return try (0..<batch).map { q in
-            try (0..<d1).map { col in
-                let polys = (0..<2).map { poly -> PolyRq in
-                    let base = ((q * d1 + col) * 2 + poly) * rowStride
-                    // Reduced by the kernel below each modulus.
-                    return PolyRq(unchecked: ctx, format: .eval, data: Array(output[base..<(base + rowStride)]))
-                }
-                return try Ciphertext(context: context, polys: polys)
+        return (0..<batch).map { q in
+            (0..<d1).map { col in
+                let base = (q * d1 + col) * 2 * rowStride
+                return Array(output[base..<(base + 2 * rowStride)])
             }
         }
     }

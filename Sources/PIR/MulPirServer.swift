@@ -205,36 +205,54 @@ public struct MulPirServer: Sendable {
             return pairs.indices.map { k in Array(flat[(k * d0)..<((k + 1) * d0)]) }
         }
         timings.expansion += lap()
-        // 2. First dimension, one pass per sub-table for every (query, call) pair reading it.
-        var columns = [[[[Ciphertext]]]](repeating: [], count: queries.count)
+        // 2. First dimension, one pass per sub-table for every (query, call) pair reading it; columns stay
+        //    32-bit evaluation-form words.
+        var columns = [[[[[UInt32]]]]](repeating: [], count: queries.count)  // [query][j][chunk][column]
         for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
         let first = FirstDimension(context: context, parameters: p, threads: threads)
         for (pass, calls) in passes.enumerated() {
             guard case .narrow(let matrix) = tables.count == 1 ? tables[0] : tables[calls[0]] else { continue }
             for chunk in 0..<p.chunkCount {
-                let result = try first.compute(selectorWords: passSelectors[pass], matrix: matrix, chunk: chunk)
+                let result = try first.computeWords(selectorWords: passSelectors[pass], matrix: matrix, chunk: chunk)
                 for (k, (i, j)) in passPairs[pass].enumerated() { columns[i][j].append(result[k]) }
             }
         }
         timings.firstDimension += lap()
         timings.scannedBytes += databaseBytes / max(tables.count, 1) * passes.count
-        // 3. Second dimension and modulus switch, one task per (query, PIR call).
+        // 3. Second dimension and modulus switch, one task per (query, PIR call): selector (coefficient form) ×
+        //    column (evaluation form) products summed on 32-bit words, one scaling, one relinearization.
         let firstDimension = columns
         defer { timings.secondDimension += lap() }
         let calls = p.batchSize
+        let twoDimensional = p.dimensions.count == 2
         let replies = try concurrentMap(queries.count * calls) { task in
             let (i, j) = (task / calls, task % calls)
-            let selectors = try expanded[i][(j * s + d0)..<((j + 1) * s)].map {
-                try kernel.ciphertext(words: $0, format: .coeff, context: context)
-            }
+            let selectors = expanded[i][(j * s + d0)..<((j + 1) * s)]
             return try (0..<p.chunkCount).map { chunk in
-                let reply = try secondDimension(selectors: selectors, columns: firstDimension[i][j][chunk],
-                                                evaluationKey: queries[i].evaluationKey)
+                let cols = firstDimension[i][j][chunk]
+                let reply: Ciphertext
+                if twoDimensional {
+                    let pairs = zip(selectors, cols).map { (a: $0, aEval: false, b: $1, bEval: true) }
+                    var sum: Ciphertext?
+                    // At most maxAccumulatedProducts products per scaling; more columns add scaled partial sums.
+                    for start in stride(from: 0, to: pairs.count, by: Self.maxProductsPerScaling) {
+                        let part = try context.multiplyAccumulate(
+                            words: Array(pairs[start..<min(start + Self.maxProductsPerScaling, pairs.count)]))
+                        sum = try sum.map { try context.add($0, part) } ?? part
+                    }
+                    guard let product = sum else { throw PIRError.invalidQuery("no second-dimension columns") }
+                    reply = try context.relinearize(product, key: queries[i].evaluationKey)
+                } else {
+                    reply = try kernel.ciphertext(words: cols[0], format: .eval, context: context).converted(to: .coeff)
+                }
                 return try context.modSwitchDownToSingle(reply)
             }
         }
         return (0..<queries.count).map { i in Array(replies[(i * calls)..<((i + 1) * calls)]) }
     }
+
+    /// Products one ciphertext-product scaling may sum (the auxiliary base's headroom).
+    static let maxProductsPerScaling = 1 << 12
 
     /// Expands one query into `(d0 + d1) · batch` selector ciphertexts.
     func expand(_ query: [Ciphertext], evaluationKey: EvaluationKey, threads: Int) throws -> [Ciphertext] {
@@ -271,7 +289,13 @@ public struct MulPirServer: Sendable {
     /// `Σ_col selector[col] ⊗ column[col]`, scaled once and relinearized once; the column itself for 1-D.
     func secondDimension(selectors: [Ciphertext], columns: [Ciphertext], evaluationKey: EvaluationKey) throws -> Ciphertext {
         guard parameters.dimensions.count == 2 else { return columns[0].converted(to: .coeff) }
-        let product = try context.multiplyAccumulate(Array(zip(selectors, columns)))
+        let pairs = Array(zip(selectors, columns))
+        var sum: Ciphertext?
+        for start in stride(from: 0, to: pairs.count, by: Self.maxProductsPerScaling) {
+            let part = try context.multiplyAccumulate(Array(pairs[start..<min(start + Self.maxProductsPerScaling, pairs.count)]))
+            sum = try sum.map { try context.add($0, part) } ?? part
+        }
+        guard let product = sum else { throw PIRError.invalidQuery("no second-dimension columns") }
         return try context.relinearize(product, key: evaluationKey)
     }
 

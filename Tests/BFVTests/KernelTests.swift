@@ -90,11 +90,11 @@ struct KernelTests {
         }
         let outputs = Self.atEveryLevel { () -> [UInt64] in
             // Streams land as (pair, poly) = (s / 2, s % 2): pairs 64 words apart, polys 32.
-            var out = [UInt64](repeating: .max, count: ((streams + 1) / 2) * 64)
+            var out = [UInt32](repeating: .max, count: ((streams + 1) / 2) * 64)
             out.withUnsafeMutableBufferPointer { o in
                 cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, sel, streams, q, UInt64.max / UInt64(q), lazy)
             }
-            return Array(out.prefix(streams * 32))
+            return out.prefix(streams * 32).map { UInt64($0) }
         }
         for out in outputs { #expect(out == expected) }
     }

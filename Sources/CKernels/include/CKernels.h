@@ -49,7 +49,7 @@ void cv_ntt32_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *
 /// `pt` is `[rows][32]`, `sel` is `[rows][streams][32]`; rows whose `present` byte is 0 are skipped. Products
 /// accumulate in 64-bit lanes for at most `lazy` rows between reductions. Stream `s` writes 32 reduced values
 /// to `out + (s / 2) * out_pair_stride + (s % 2) * out_poly_stride`. `barrett` is `floor(2^64 / q)`.
-void cv_scan_block32(uint64_t *out, size_t out_pair_stride, size_t out_poly_stride,
+void cv_scan_block32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stride,
                      const uint32_t *pt, const uint8_t *present, size_t rows,
                      const uint32_t *sel, size_t streams,
                      uint32_t q, uint64_t barrett, size_t lazy);
@@ -137,9 +137,11 @@ typedef struct {
 /// 32-bit words of scratch `cv_extend32` needs.
 size_t cv_extend_scratch(const cv_extend_params *pp);
 
-/// Extends a polynomial over Q (`lq` rows of 64-bit words, evaluation form if `in_eval`, else coefficient form)
-/// exactly to Q ∪ P in evaluation form: `out` gets `lq + lp` rows of 32-bit words.
-void cv_extend32(uint32_t *out, const uint64_t *in, int in_eval, const cv_extend_params *pp, uint32_t *scratch);
+/// Extends a polynomial over Q (`lq` rows of 64-bit words if `in_wide`, else 32-bit words; evaluation form if
+/// `in_eval`, else coefficient form) exactly to Q ∪ P in evaluation form: `out` gets `lq + lp` rows of 32-bit
+/// words.
+void cv_extend32(uint32_t *out, const void *in, int in_wide, int in_eval, const cv_extend_params *pp,
+                 uint32_t *scratch);
 
 /// `cv_tensor_accumulate` on 32-bit operands.
 void cv_tensor_accumulate32(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint32_t *a0, const uint32_t *a1,
