@@ -121,7 +121,7 @@ extension Context {
     /// `Σ_i a_i ⊗ b_i` (as `multiplyAccumulate`) for ciphertexts over the ciphertext moduli given as 32-bit words
     /// (2 polynomials × rows × N each, evaluation form where the flag says so), for the engine's own kernels:
     /// no conversion to polynomials on the way in. Needs 30-bit moduli (`narrowTensor`).
-    package func multiplyAccumulate(words pairs: [(a: [UInt32], aEval: Bool, b: [UInt32], bEval: Bool)]) throws
+    package func multiplyAccumulate(words pairs: [(a: ArraySlice<UInt32>, aEval: Bool, b: ArraySlice<UInt32>, bEval: Bool)]) throws
         -> Ciphertext {
         guard !pairs.isEmpty else { throw HEError.incompatibleOperands("no ciphertext pairs to multiply") }
         guard pairs.count <= MultiplicationConstants.maxAccumulatedProducts else {

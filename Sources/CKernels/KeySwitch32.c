@@ -2,6 +2,8 @@
 // a few linear passes, with no allocation: the same arithmetic as `Context.keySwitch`, word for word.
 #include "CKernels.h"
 
+#include <string.h>
+
 static inline uint32_t reduce_small(uint32_t x, uint32_t m, uint64_t barrett32) {
     uint32_t qhat = (uint32_t)(((uint64_t)x * barrett32) >> 32);
     uint32_t r = x - qhat * m;
@@ -149,20 +151,19 @@ void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_elem
         uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
         for (size_t j = 0; j < l; j++) {
             const uint32_t *src = rot1 + j * n;
-            if (pp->moduli[j] > m) {
+            // The forward NTT takes any input below 4m (its first butterfly reduces below 2m), so a digit from
+            // a modulus below 4m needs no reduction.
+            if ((uint64_t)pp->moduli[j] >= 4 * (uint64_t)m) {
                 for (size_t i = 0; i < n; i++) digit[i] = reduce_small(src[i], m, pp->barrett32[k]);
             } else {
-                for (size_t i = 0; i < n; i++) digit[i] = src[i];
+                memcpy(digit, src, n * sizeof(uint32_t));
             }
             cv_ntt32_forward(digit, n, pp->fwd[k], pp->fwd_shoup[k], m);
             const uint32_t *kj = key[j], *kjs = key_shoup[j];
             products(o0, o1, digit, kj + key_row * n, kjs + key_row * n, kj + (key_rows + key_row) * n,
                      kjs + (key_rows + key_row) * n, n, m, j == 0);
         }
-        for (size_t i = 0; i < n; i++) {
-            o0[i] = o0[i] >= m ? o0[i] - m : o0[i];
-            o1[i] = o1[i] >= m ? o1[i] - m : o1[i];
-        }
+        // The products are below 2m, which the inverse NTT accepts (its outputs are fully reduced).
         cv_ntt32_inverse(o0, n, pp->inv[k], pp->inv_shoup[k], m, pp->inv_n[k], pp->inv_n_shoup[k]);
         cv_ntt32_inverse(o1, n, pp->inv[k], pp->inv_shoup[k], m, pp->inv_n[k], pp->inv_n_shoup[k]);
     }

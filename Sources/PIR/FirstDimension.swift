@@ -28,7 +28,8 @@ struct FirstDimension {
         let ctx = context.ciphertextContext
         let half = ctx.rowCount * context.degree
         return try computeWords(selectorWords: selectors, matrix: matrix, chunk: chunk).map { columns in
-            try columns.map { words in
+            try columns.map { slice in
+                let words = Array(slice)
                 // Reduced by the kernel below each modulus.
                 let polys = (0..<2).map { poly in
                     PolyRq(unchecked: ctx, format: .eval, data: words[(poly * half)..<((poly + 1) * half)].map { UInt64($0) })
@@ -38,8 +39,10 @@ struct FirstDimension {
         }
     }
 
-    /// Columns per query as 32-bit evaluation-form words (`[query][column]`, 2 polynomials × RNS rows × N each).
-    func computeWords(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws -> [[[UInt32]]] {
+    /// Columns per query as 32-bit evaluation-form words (`[query][column]`, 2 polynomials × RNS rows × N each),
+    /// slices of one buffer.
+    func computeWords(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws
+        -> [[ArraySlice<UInt32>]] {
         let d0 = parameters.dimensions[0]
         let d1 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
         guard matrix.columnHeight == d0 else { throw PIRError.invalidParameters("matrix columns differ from d0") }
@@ -116,7 +119,7 @@ struct FirstDimension {
         return (0..<batch).map { q in
             (0..<d1).map { col in
                 let base = (q * d1 + col) * 2 * rowStride
-                return Array(output[base..<(base + 2 * rowStride)])
+                return output[base..<(base + 2 * rowStride)]
             }
         }
     }

@@ -207,7 +207,7 @@ public struct MulPirServer: Sendable {
         timings.expansion += lap()
         // 2. First dimension, one pass per sub-table for every (query, call) pair reading it; columns stay
         //    32-bit evaluation-form words.
-        var columns = [[[[[UInt32]]]]](repeating: [], count: queries.count)  // [query][j][chunk][column]
+        var columns = [[[[ArraySlice<UInt32>]]]](repeating: [], count: queries.count)  // [query][j][chunk][column]
         for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
         let first = FirstDimension(context: context, parameters: p, threads: threads)
         for (pass, calls) in passes.enumerated() {
@@ -232,7 +232,7 @@ public struct MulPirServer: Sendable {
                 let cols = firstDimension[i][j][chunk]
                 let reply: Ciphertext
                 if twoDimensional {
-                    let pairs = zip(selectors, cols).map { (a: $0, aEval: false, b: $1, bEval: true) }
+                    let pairs = zip(selectors, cols).map { (a: $0[...], aEval: false, b: $1, bEval: true) }
                     var sum: Ciphertext?
                     // At most maxAccumulatedProducts products per scaling; more columns add scaled partial sums.
                     for start in stride(from: 0, to: pairs.count, by: Self.maxProductsPerScaling) {
@@ -243,7 +243,8 @@ public struct MulPirServer: Sendable {
                     guard let product = sum else { throw PIRError.invalidQuery("no second-dimension columns") }
                     reply = try context.relinearize(product, key: queries[i].evaluationKey)
                 } else {
-                    reply = try kernel.ciphertext(words: cols[0], format: .eval, context: context).converted(to: .coeff)
+                    reply = try kernel.ciphertext(words: Array(cols[0]), format: .eval, context: context)
+                        .converted(to: .coeff)
                 }
                 return try context.modSwitchDownToSingle(reply)
             }

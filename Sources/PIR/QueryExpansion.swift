@@ -127,7 +127,8 @@ public struct QueryExpansion: Sendable {
         guard let key = evaluationKey.galoisKeys[g] else { throw PIRError.missingEvaluationKey("Galois key \(g)") }
         let words = kernel.ciphertextWords
         var rotated = c
-        var spare = [UInt32](repeating: 0, count: words)
+        // Scratch ciphertexts: every word is written by the kernels before it is read.
+        var spare = [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words }
         for _ in 0..<repetitions {
             try rotated.withUnsafeBufferPointer { src in
                 try spare.withUnsafeMutableBufferPointer { dst in
@@ -138,7 +139,7 @@ public struct QueryExpansion: Sendable {
             swap(&rotated, &spare)
         }
         var even = spare
-        var odd = [UInt32](repeating: 0, count: words)
+        var odd = [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words }
         c.withUnsafeBufferPointer { cp in
             rotated.withUnsafeBufferPointer { rp in
                 even.withUnsafeMutableBufferPointer { ep in

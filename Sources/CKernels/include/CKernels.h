@@ -35,11 +35,12 @@ cv_level cv_active_level(void);
 /// Caps the level the kernels use; returns the level now active (never above the CPU's).
 cv_level cv_set_level(cv_level level);
 
-/// Forward negacyclic NTT of `n` (a power of two, at least 32) residues below `q` in place, `q < 2^30`.
+/// Forward negacyclic NTT of `n` (a power of two, at least 32) residues below `4q` in place, `q < 2^30`.
 /// `w`/`ws` are the bit-reversed twiddles and their 32-bit Shoup quotients; outputs are fully reduced.
 void cv_ntt32_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q);
 
-/// Inverse negacyclic NTT including the factor `n^{-1}` (`inv_n`, Shoup `inv_n_shoup`); outputs fully reduced.
+/// Inverse negacyclic NTT including the factor `n^{-1}` (`inv_n`, Shoup `inv_n_shoup`) of residues below `2q`;
+/// outputs fully reduced.
 void cv_ntt32_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
                       uint32_t inv_n, uint32_t inv_n_shoup);
 
