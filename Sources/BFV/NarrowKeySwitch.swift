@@ -147,12 +147,24 @@ public final class NarrowKeySwitch: @unchecked Sendable {
     }
 
     /// Transforms a ciphertext's words (2 polynomials × `rows` × `degree`, coefficient form) to evaluation form
-    /// in place.
+    /// in place; inputs may be anywhere below four times their modulus, outputs are fully reduced.
     public func forwardNTT(_ words: UnsafeMutablePointer<UInt32>) {
         let p = params.pointee
         for poly in 0..<2 {
             for r in 0..<rows {
                 cv_ntt32_forward(words + (poly * rows + r) * degree, degree, p.fwd[r], p.fwd_shoup[r], moduli[r])
+            }
+        }
+    }
+
+    /// Transforms a ciphertext's words from evaluation to coefficient form in place; inputs may be anywhere below
+    /// twice their modulus (lazy results of the kernels), outputs are fully reduced.
+    public func inverseNTT(_ words: UnsafeMutablePointer<UInt32>) {
+        let p = params.pointee
+        for poly in 0..<2 {
+            for r in 0..<rows {
+                cv_ntt32_inverse(words + (poly * rows + r) * degree, degree, p.inv[r], p.inv_shoup[r], moduli[r],
+                                 p.inv_n[r], p.inv_n_shoup[r])
             }
         }
     }

@@ -38,6 +38,31 @@ struct KernelTests {
         #expect(results[0].0 != data)
     }
 
+    @Test("32-bit NTT on lazy inputs: forward below 4q and inverse below 2q give the reduced transforms")
+    func lazyInputs() throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let kernel = try #require(context.narrowKeySwitch)
+        let n = context.degree
+        var rng = SystemRandomNumberGenerator()
+        let reduced = (0..<kernel.ciphertextWords).map { i in UInt32.random(in: 0..<kernel.moduli[(i / n) % kernel.rows], using: &rng) }
+        func lazy(_ words: [UInt32], multiples: ClosedRange<UInt32>) -> [UInt32] {
+            words.indices.map { i in words[i] + kernel.moduli[(i / n) % kernel.rows] * UInt32.random(in: multiples, using: &rng) }
+        }
+        let results = try Self.atEveryLevel { () -> Bool in
+            var forward = reduced
+            var forwardLazy = lazy(reduced, multiples: 0...3)
+            forward.withUnsafeMutableBufferPointer { kernel.forwardNTT($0.baseAddress!) }
+            forwardLazy.withUnsafeMutableBufferPointer { kernel.forwardNTT($0.baseAddress!) }
+            var inverse = forward
+            var inverseLazy = lazy(forward, multiples: 0...1)
+            inverse.withUnsafeMutableBufferPointer { kernel.inverseNTT($0.baseAddress!) }
+            inverseLazy.withUnsafeMutableBufferPointer { kernel.inverseNTT($0.baseAddress!) }
+            try #require(forward != reduced)
+            return forward == forwardLazy && inverse == reduced && inverseLazy == reduced
+        }
+        #expect(results.allSatisfy { $0 })
+    }
+
     @Test("fused Galois key switch equals applyGalois, at every level")
     func galoisKeySwitch() throws {
         let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
