@@ -26,13 +26,6 @@ public struct NTT32Tables: Sendable {
         inverseDegreeShoup = shoup32(invN)
     }
 
-    /// Scalar Shoup product `v·w mod q` in `[0, 2q)`, with Shoup quotient `ws` (the kernels' butterfly step).
-    @inlinable @inline(__always)
-    static func mulShoupLazy(_ v: UInt32, _ w: UInt32, _ ws: UInt32, _ q: UInt32) -> UInt32 {
-        let qhat = UInt32(truncatingIfNeeded: (UInt64(v) &* UInt64(ws)) &>> 32)
-        return v &* w &- qhat &* q
-    }
-
     /// Forward transform of `n` values below q in place; outputs fully reduced. Runs the AVX-512 kernel when the
     /// CPU has it, else the portable one (identical results).
     public func forwardInPlace(_ a: UnsafeMutablePointer<UInt32>, count n: Int) {

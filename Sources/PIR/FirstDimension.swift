@@ -39,30 +39,30 @@ struct FirstDimension {
         }
     }
 
-    /// Columns per query as 32-bit evaluation-form words (`[query][column]`, 2 polynomials × RNS rows × N each),
-    /// slices of one buffer.
-    func computeWords(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws
-        -> [[ArraySlice<UInt32>]] {
+    /// Selectors of a batch in the scan's order: `[RNS row][block][selector row][stream][32 coefficients]`, stream
+    /// = query · 2 + polynomial.
+    struct PackedSelectors {
+        let words: [UInt32]
+        let queries: Int
+    }
+
+    /// Packs evaluation-form selector words (`[query][row]`, each 2 polynomials × RNS rows × N) for the scan.
+    func pack(selectorWords selectors: [[[UInt32]]]) throws -> PackedSelectors {
         let d0 = parameters.dimensions[0]
-        let d1 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
-        guard matrix.columnHeight == d0 else { throw PIRError.invalidParameters("matrix columns differ from d0") }
-        let batch = selectors.count
-        let streams = 2 * batch
-        let ctx = context.ciphertextContext
-        let rows = ctx.rowCount
+        let streams = 2 * selectors.count
+        let rows = context.ciphertextContext.rowCount
         let n = context.degree
         let rowStride = rows * n
         let width = DatabaseMatrix.blockWidth
         let blocks = n / width
-        // Selectors in scan order: [RNS row][block][selector row][stream = query · 2 + poly][32 coefficients].
         guard selectors.allSatisfy({ $0.count == d0 && $0.allSatisfy { $0.count == 2 * rowStride } }) else {
             throw PIRError.invalidQuery("first-dimension selectors must be \(d0) ciphertexts per query")
         }
         // Every word is copied below (each query has d0 full selectors), so no zero fill.
-        var selectorWords = [UInt32](unsafeUninitializedCapacity: rows * blocks * d0 * streams * width) { _, count in
+        var packed = [UInt32](unsafeUninitializedCapacity: rows * blocks * d0 * streams * width) { _, count in
             count = rows * blocks * d0 * streams * width
         }
-        selectorWords.withUnsafeMutableBufferPointer { dst in
+        packed.withUnsafeMutableBufferPointer { dst in
             guard let out = dst.baseAddress else { return }
             for (q, list) in selectors.enumerated() {
                 for (row, words) in list.enumerated() {
@@ -81,13 +81,40 @@ struct FirstDimension {
                 }
             }
         }
-        // One array per (query, column): 2 polynomials × RNS rows × N words. The kernel writes through the
-        // query and polynomial strides of one contiguous block, then the block is cut per column.
+        return PackedSelectors(words: packed, queries: selectors.count)
+    }
+
+    /// Columns per query as 32-bit evaluation-form words (`[query][column]`, 2 polynomials × RNS rows × N each),
+    /// slices of one buffer.
+    func computeWords(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws
+        -> [[ArraySlice<UInt32>]] {
+        try computeWords(packed: pack(selectorWords: selectors), matrix: matrix, chunk: chunk)
+    }
+
+    /// Columns per query from packed selectors: the database pass.
+    func computeWords(packed: PackedSelectors, matrix: DatabaseMatrix, chunk: Int) throws -> [[ArraySlice<UInt32>]] {
+        let d0 = parameters.dimensions[0]
+        let d1 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
+        guard matrix.columnHeight == d0 else { throw PIRError.invalidParameters("matrix columns differ from d0") }
+        let batch = packed.queries
+        let streams = 2 * batch
+        let ctx = context.ciphertextContext
+        let rows = ctx.rowCount
+        let n = context.degree
+        let rowStride = rows * n
+        let width = DatabaseMatrix.blockWidth
+        let blocks = n / width
+        let selectorWords = packed.words
+        guard selectorWords.count == rows * blocks * d0 * streams * width else {
+            throw PIRError.invalidQuery("packed selectors do not match the shard")
+        }
         var output = [UInt32](unsafeUninitializedCapacity: batch * d1 * 2 * rowStride) { _, count in
             // Every word is written by the kernel (all streams, columns, rows and blocks), so no zero fill.
             count = batch * d1 * 2 * rowStride
         }
-        let blocksPerTask = 8
+        // A task sweeps every column over a few blocks; its selectors (d0 × streams × 128 bytes per block) should
+        // stay in the L2 cache across the columns, so larger batches take fewer blocks per task.
+        let blocksPerTask = max(1, min(8, (256 << 10) / max(d0 * streams * width * 4, 1)))
         let tasksPerRow = (blocks + blocksPerTask - 1) / blocksPerTask
         let tasks = rows * tasksPerRow
         let workers = max(1, min(threads, tasks))

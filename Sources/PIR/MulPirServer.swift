@@ -190,7 +190,8 @@ public struct MulPirServer: Sendable {
             }
             return out
         }
-        // Row selectors to evaluation form in place (part of producing the selectors, timed with expansion).
+        // Row selectors to evaluation form in place and into the scan's layout: producing the selectors the
+        // database pass reads, timed with the expansion.
         let passes: [[Int]] = tables.count == 1 ? [Array(0..<p.batchSize)] : (0..<p.batchSize).map { [$0] }
         let passPairs = passes.map { calls in queries.indices.flatMap { i in calls.map { j in (i, j) } } }
         let passSelectors: [[[[UInt32]]]] = try passPairs.map { pairs in
@@ -204,16 +205,17 @@ public struct MulPirServer: Sendable {
             }
             return pairs.indices.map { k in Array(flat[(k * d0)..<((k + 1) * d0)]) }
         }
+        let first = FirstDimension(context: context, parameters: p, threads: threads)
+        let packed = try passSelectors.map { try first.pack(selectorWords: $0) }
         timings.expansion += lap()
         // 2. First dimension, one pass per sub-table for every (query, call) pair reading it; columns stay
         //    32-bit evaluation-form words.
         var columns = [[[[ArraySlice<UInt32>]]]](repeating: [], count: queries.count)  // [query][j][chunk][column]
         for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
-        let first = FirstDimension(context: context, parameters: p, threads: threads)
         for (pass, calls) in passes.enumerated() {
             guard case .narrow(let matrix) = tables.count == 1 ? tables[0] : tables[calls[0]] else { continue }
             for chunk in 0..<p.chunkCount {
-                let result = try first.computeWords(selectorWords: passSelectors[pass], matrix: matrix, chunk: chunk)
+                let result = try first.computeWords(packed: packed[pass], matrix: matrix, chunk: chunk)
                 for (k, (i, j)) in passPairs[pass].enumerated() { columns[i][j].append(result[k]) }
             }
         }

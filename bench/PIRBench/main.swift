@@ -5,7 +5,6 @@
 //   PIRBench [--rows N] [--value-bytes B] [--queries Q] [--threads 1,2] [--batches 1,8]
 import BFV
 import Dispatch
-import Foundation
 import PIR
 
 struct Options {
@@ -89,8 +88,8 @@ let kind = options.valueBytes == 1 ? "block" : "identity (\(options.valueBytes) 
 print("\(kind), \(options.rows) rows: dimensions \(p.dimensions), entry size \(p.entrySize), "
     + "processing \(fixed(now() - t0, 2)) s")
 print("")
-print("| shard | threads | batch | ms per query | queries/s | expansion ms | scan ms | 2nd dim ms | scan GB/s |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| shard | threads | batch | ms per query | min ms per query | queries/s | expansion ms | scan ms | 2nd dim ms | scan GB/s |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 let sk = SecretKey(context: context)
 let key = try EvaluationKey(config: shard.evaluationKeyConfig, secretKey: sk)
@@ -124,15 +123,10 @@ for threads in options.threads {
         let median = samples[samples.count / 2]
         let perQuery = median.total / Double(batch)
         let t = median.timings
-        print("| \(kind) \(options.rows) | \(threads) | \(batch) | \(fixed(perQuery * 1000)) | \(fixed(1 / perQuery)) | "
+        let fastest = samples[0].total / Double(batch)
+        print("| \(kind) \(options.rows) | \(threads) | \(batch) | \(fixed(perQuery * 1000)) | \(fixed(fastest * 1000)) | "
+            + "\(fixed(1 / perQuery)) | "
             + "\(fixed(t.expansion * 1000)) | \(fixed(t.firstDimension * 1000)) | \(fixed(t.secondDimension * 1000)) | "
             + "\(fixed(Double(t.scannedBytes) / t.firstDimension / 1e9, 2)) |")
-        // Minimum of each phase over the samples (least disturbed by other load on a shared machine), on stderr.
-        let phases = samples.map { $0.timings }
-        let expansionMin = fixed((phases.map(\.expansion).min() ?? 0) * 1000)
-        let scanMin = fixed((phases.map(\.firstDimension).min() ?? 0) * 1000)
-        let secondMin = fixed((phases.map(\.secondDimension).min() ?? 0) * 1000)
-        FileHandle.standardError.write(Data(("  min ms: total \(fixed(samples[0].total * 1000 / Double(batch))), "
-            + "expansion \(expansionMin), scan \(scanMin), 2nd dim \(secondMin)\n").utf8))
     }
 }
