@@ -15,6 +15,9 @@ public struct MulPirServer: Sendable {
     public let parameters: MulPirParameters
     /// Worker threads for the scan and for independent queries of a batch.
     public let threads: Int
+    /// Whether queries take the fused 32-bit pipeline when the parameters allow it (tests turn it off to compare
+    /// against the engine's general operations).
+    var fusedPipeline = true
     /// Per sub-table: the 32-bit matrix when the moduli allow it, else the evaluation plaintexts.
     private let tables: [Storage]
 
@@ -113,7 +116,8 @@ public struct MulPirServer: Sendable {
             return Double(now - clock) / 1e9
         }
         for q in queries { try validate(query: q.query, pirCalls: q.pirCalls, evaluationKey: q.evaluationKey) }
-        if let kernel = context.narrowKeySwitch, tables.allSatisfy({ if case .narrow = $0 { true } else { false } }) {
+        if fusedPipeline, let kernel = context.narrowKeySwitch,
+           tables.allSatisfy({ if case .narrow = $0 { true } else { false } }) {
             return try computeNarrow(queries: queries, kernel: kernel, timings: &timings, lap: lap)
         }
         let p = parameters
