@@ -27,18 +27,42 @@ public struct KeySwitchKey: Sendable, Equatable {
         }
         self.ciphertexts = ciphertexts
         if ctx.keyContext.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
-            let narrow = ciphertexts.map { ct in
-                (ct.polys[0].data + ct.polys[1].data).map { UInt32(truncatingIfNeeded: $0) }
-            }
             let moduli = ctx.keyContext.moduli.map(\.value)
             let n = ctx.degree
-            self.narrow = narrow
-            self.narrowShoup = narrow.map { words in
-                words.indices.map { i in
-                    let m = moduli[(i / n) % moduli.count]
-                    return UInt32(truncatingIfNeeded: (UInt64(words[i]) << 32) / m)
+            var narrow: [[UInt32]] = []
+            var shoup: [[UInt32]] = []
+            for ct in ciphertexts {
+                let count = 2 * moduli.count * n
+                var words = [UInt32](repeating: 0, count: count)
+                // ⌊k·2^32/m⌋ from a floating-point estimate corrected by at most a step each way (no 64-bit
+                // division per word: keys are parsed on every cache fill).
+                var quotients = [UInt32](repeating: 0, count: count)
+                words.withUnsafeMutableBufferPointer { w in
+                    quotients.withUnsafeMutableBufferPointer { sq in
+                        for (poly, p) in ct.polys.enumerated() {
+                            p.data.withUnsafeBufferPointer { src in
+                                for (row, m) in moduli.enumerated() {
+                                    let scale = 4_294_967_296.0 / Double(m)
+                                    let base = (poly * moduli.count + row) * n
+                                    for j in 0..<n {
+                                        let k = src[row * n + j]
+                                        let target = k << 32
+                                        var quotient = UInt64(Double(k) * scale)
+                                        if quotient &* m > target { quotient -= 1 }
+                                        if (quotient + 1) &* m <= target { quotient += 1 }
+                                        w[base + j] = UInt32(truncatingIfNeeded: k)
+                                        sq[base + j] = UInt32(truncatingIfNeeded: quotient)
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
+                narrow.append(words)
+                shoup.append(quotients)
             }
+            self.narrow = narrow
+            self.narrowShoup = shoup
         } else {
             self.narrow = nil
             self.narrowShoup = nil

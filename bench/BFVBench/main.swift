@@ -48,6 +48,23 @@ func makeBenchmarks() throws -> [Benchmark] {
         Benchmark(name: "key-switch", what: "one key switch (applyGalois 4097, 2 moduli + special)", bytesPerRun: 0) {
             { _ = try context.applyGalois(ct, element: 4097, key: key) }
         },
+        Benchmark(name: "fused-key-switch", what: "one expansion node's key switch on 32-bit words (CKernels, applyGalois 4097)",
+                  bytesPerRun: 0) {
+            guard let kernel = context.narrowKeySwitch, let ksk = key.galoisKeys[4097] else {
+                throw HEError.invalidParameters("no 32-bit kernel")
+            }
+            let input = ct.converted(to: .coeff).polys.flatMap { $0.data.map { UInt32($0) } }
+            var output = [UInt32](repeating: 0, count: kernel.ciphertextWords)
+            let scratch = kernel.makeScratch()
+            return {
+                try input.withUnsafeBufferPointer { src in
+                    try output.withUnsafeMutableBufferPointer { dst in
+                        guard let s = src.baseAddress, let d = dst.baseAddress else { return }
+                        try kernel.applyGalois(d, s, element: 4097, key: ksk, scratch: scratch)
+                    }
+                }
+            }
+        },
         Benchmark(name: "deserialize-query", what: "parse a seeded query ciphertext (protobuf + DRBG + inverse NTT)",
                   bytesPerRun: queryBytes.count) {
             {
