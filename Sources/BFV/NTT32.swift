@@ -47,3 +47,21 @@ public struct NTT32Tables: Sendable {
         }
     }
 }
+
+extension [NTT32Tables] {
+    /// Copies every table's forward, forward-Shoup, inverse and inverse-Shoup twiddles (n words each) into
+    /// `words`, and their addresses into `pointers` grouped by kind: `pointers[kind · count + k]` for table k,
+    /// kind 0…3 in that order. The layout the `CKernels` parameter blocks point into.
+    func copyTwiddles(into words: UnsafeMutablePointer<UInt32>, pointers: UnsafeMutablePointer<UnsafePointer<UInt32>?>,
+                      degree n: Int) {
+        for (k, t) in enumerated() {
+            for (kind, table) in [t.forward, t.forwardShoup, t.inverse, t.inverseShoup].enumerated() {
+                let dst = words + (4 * k + kind) * n
+                table.withUnsafeBufferPointer { src in
+                    for j in 0..<n { dst[j] = src[j] }
+                }
+                pointers[kind * count + k] = UnsafePointer(dst)
+            }
+        }
+    }
+}

@@ -41,15 +41,7 @@ public final class NarrowKeySwitch: @unchecked Sendable {
         let wides = (storage + wordCount * 4).alignedUp(for: UInt64.self).bindMemory(to: UInt64.self, capacity: 2 * m)
         let pointers = UnsafeMutableRawPointer(wides + 2 * m).bindMemory(to: UnsafePointer<UInt32>?.self,
                                                                          capacity: pointerCount)
-        for (k, t) in tables.enumerated() {
-            for (i, table) in [t.forward, t.forwardShoup, t.inverse, t.inverseShoup].enumerated() {
-                let dst = words + (4 * k + i) * n
-                table.withUnsafeBufferPointer { src in
-                    for j in 0..<n { dst[j] = src[j] }
-                }
-                pointers[i * m + k] = UnsafePointer(dst)
-            }
-        }
+        tables.copyTwiddles(into: words, pointers: pointers, degree: n)
         let small = words + 4 * m * n
         let modulusWords = small, invN = small + m, invNShoup = small + 2 * m
         let pInv = small + 3 * m, pInvShoup = pInv + l, halfModQ = pInvShoup + l

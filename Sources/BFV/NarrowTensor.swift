@@ -30,15 +30,7 @@ final class NarrowTensor: @unchecked Sendable {
         let doubles = (storage + wordCount * 4).alignedUp(for: Double.self).bindMemory(to: Double.self, capacity: lq)
         let pointers = UnsafeMutableRawPointer(doubles + lq).alignedUp(for: UnsafePointer<UInt32>?.self)
             .bindMemory(to: UnsafePointer<UInt32>?.self, capacity: 4 * m)
-        for (k, t) in tables.enumerated() {
-            for (i, table) in [t.forward, t.forwardShoup, t.inverse, t.inverseShoup].enumerated() {
-                let dst = words + (4 * k + i) * n
-                table.withUnsafeBufferPointer { src in
-                    for j in 0..<n { dst[j] = src[j] }
-                }
-                pointers[i * m + k] = UnsafePointer(dst)
-            }
-        }
+        tables.copyTwiddles(into: words, pointers: pointers, degree: n)
         var next = words + 4 * m * n
         func place(_ values: [UInt32]) -> UnsafePointer<UInt32> {
             let start = next

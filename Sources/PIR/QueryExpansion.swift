@@ -111,14 +111,7 @@ public struct QueryExpansion: Sendable {
             b = try expandNarrow(p1, count: second, level: level + 1, height: height, threads: 1, kernel: kernel,
                                  scratch: scratch)
         }
-        var out: [[UInt32]] = []
-        out.reserveCapacity(count)
-        for i in 0..<second {
-            out.append(a[i])
-            out.append(b[i])
-        }
-        out.append(contentsOf: a[second...])
-        return out
+        return Self.interleave(a, b)
     }
 
     private func splitNarrow(_ c: [UInt32], level: Int, kernel: NarrowKeySwitch,
@@ -178,13 +171,19 @@ public struct QueryExpansion: Sendable {
             a = try expand(p0, count: first, level: level + 1, height: height, threads: 1)
             b = try expand(p1, count: second, level: level + 1, height: height, threads: 1)
         }
-        var out: [Ciphertext] = []
-        out.reserveCapacity(count)
-        for i in 0..<second {
-            out.append(a[i])
-            out.append(b[i])
+        return Self.interleave(a, b)
+    }
+
+    /// The outputs of a split in slot order: the even subtree's outputs at even slots, the odd one's at odd slots
+    /// (the even subtree has the extra one when the count is odd).
+    static func interleave<T>(_ even: [T], _ odd: [T]) -> [T] {
+        var out: [T] = []
+        out.reserveCapacity(even.count + odd.count)
+        for i in 0..<odd.count {
+            out.append(even[i])
+            out.append(odd[i])
         }
-        out.append(contentsOf: a[second...])
+        out.append(contentsOf: even[odd.count...])
         return out
     }
 
