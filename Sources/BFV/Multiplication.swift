@@ -31,7 +31,6 @@ extension Context {
         let mc = try level(ctx.rowCount).multiplication
         let aux = mc.auxContext
         let n = degree
-        let lp = aux.rowCount
 
         // A polynomial over Q ∪ P in evaluation form: the Q part and the exact centred lift into P. An input already
         // in evaluation form keeps its Q rows as they are; only the lift needs its coefficients.

@@ -35,11 +35,11 @@ public final class NarrowKeySwitch: @unchecked Sendable {
         // Layout: 4 twiddle tables of n words per modulus, then the small arrays.
         let wordCount = 4 * m * n + 3 * m + 3 * l + m
         let pointerCount = 4 * m
-        let bytes = wordCount * 4 + 2 * m * 8 + pointerCount * 8 + 64
+        let bytes = wordCount * 4 + m * 8 + pointerCount * 8 + 64
         storage = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
         let words = storage.bindMemory(to: UInt32.self, capacity: wordCount)
-        let wides = (storage + wordCount * 4).alignedUp(for: UInt64.self).bindMemory(to: UInt64.self, capacity: 2 * m)
-        let pointers = UnsafeMutableRawPointer(wides + 2 * m).bindMemory(to: UnsafePointer<UInt32>?.self,
+        let barrett32 = (storage + wordCount * 4).alignedUp(for: UInt64.self).bindMemory(to: UInt64.self, capacity: m)
+        let pointers = UnsafeMutableRawPointer(barrett32 + m).bindMemory(to: UnsafePointer<UInt32>?.self,
                                                                          capacity: pointerCount)
         tables.copyTwiddles(into: words, pointers: pointers, degree: n)
         let small = words + 4 * m * n
@@ -49,9 +49,7 @@ public final class NarrowKeySwitch: @unchecked Sendable {
             modulusWords[k] = t.q
             invN[k] = t.inverseDegree
             invNShoup[k] = t.inverseDegreeShoup
-            let q = UInt64(t.q)
-            wides[k] = UInt64.max / q
-            wides[m + k] = (UInt64(1) << 32) / q
+            barrett32[k] = (UInt64(1) << 32) / UInt64(t.q)
         }
         for i in 0..<l {
             let q = UInt64(modulusWords[i])
@@ -72,7 +70,7 @@ public final class NarrowKeySwitch: @unchecked Sendable {
         params.initialize(to: cv_keyswitch_params(
             n: n, l: l, moduli: modulusWords,
             fwd: pointers, fwd_shoup: pointers + m, inv: pointers + 2 * m, inv_shoup: pointers + 3 * m,
-            inv_n: invN, inv_n_shoup: invNShoup, barrett64: wides, barrett32: wides + m,
+            inv_n: invN, inv_n_shoup: invNShoup, barrett32: barrett32,
             p_inv: pInv, p_inv_shoup: pInvShoup, half_mod_q: halfModQ))
     }
 
@@ -87,16 +85,13 @@ public final class NarrowKeySwitch: @unchecked Sendable {
     /// Per-thread scratch for `applyGalois`.
     public final class Scratch {
         let words: UnsafeMutablePointer<UInt32>
-        let wides: UnsafeMutablePointer<UInt64>
 
         init(params: UnsafePointer<cv_keyswitch_params>) {
             words = .allocate(capacity: cv_keyswitch_scratch32(params))
-            wides = .allocate(capacity: cv_keyswitch_scratch64(params))
         }
 
         deinit {
             words.deallocate()
-            wides.deallocate()
         }
     }
 
@@ -118,11 +113,11 @@ public final class NarrowKeySwitch: @unchecked Sendable {
                         if let table = galoisTables[g] {
                             table.withUnsafeBufferPointer { t in
                                 cv_galois_keyswitch32(out, input, g, t.baseAddress, params, kp.baseAddress,
-                                                      sp.baseAddress, keyRows, scratch.words, scratch.wides)
+                                                      sp.baseAddress, keyRows, scratch.words)
                             }
                         } else {
                             cv_galois_keyswitch32(out, input, g, nil, params, kp.baseAddress, sp.baseAddress, keyRows,
-                                                  scratch.words, scratch.wides)
+                                                  scratch.words)
                         }
                     }
                 }

@@ -11,7 +11,6 @@ static inline uint32_t reduce_small(uint32_t x, uint32_t m, uint64_t barrett32) 
 }
 
 size_t cv_keyswitch_scratch32(const cv_keyswitch_params *pp) { return (4 * pp->l + 3) * pp->n; }
-size_t cv_keyswitch_scratch64(const cv_keyswitch_params *pp) { return 2 * pp->n; }
 
 void cv_galois_table(uint32_t *table, size_t n, size_t galois_element) {
     const size_t mask = 2 * n - 1;
@@ -115,13 +114,12 @@ CV_COMBINE(combine_avx512, AVX512)
 void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element, const uint32_t *galois_table,
                            const cv_keyswitch_params *pp, const uint32_t *const *key,
                            const uint32_t *const *key_shoup, size_t key_rows,
-                           uint32_t *scratch32, uint64_t *scratch64) {
+                           uint32_t *scratch32) {
     const size_t n = pp->n, l = pp->l, two_n = 2 * n, mask = two_n - 1;
     uint32_t *rot0 = scratch32;                 // σ(c0), l rows
     uint32_t *rot1 = scratch32 + l * n;         // σ(c1), l rows
     uint32_t *ks = rot1 + l * n;                // key-switch output: 2 × (l + 1) rows
     uint32_t *digit = ks + 2 * (l + 1) * n;     // one digit row
-    (void)scratch64;
     // σ_g on both polynomials: coefficient i goes to i·g mod 2n, negated past n.
     void (*galois)(uint32_t *, const uint32_t *, const uint32_t *, size_t, uint32_t) = CV_PICK(galois);
     for (size_t poly = 0; poly < 2 && galois_table; poly++) {

@@ -1,5 +1,5 @@
-// The multiply-accumulate of ciphertext × ciphertext products: residues below 2^30 held in 64-bit words, so each
-// product is one 32 × 32-bit multiplication and sums of 14 products still fit 64 bits.
+// The multiply-accumulate of ciphertext × ciphertext products: residues below 2^30, so each product is one
+// 32 × 32-bit multiplication into 64 bits and sums of 14 products still fit 64 bits.
 #include "CKernels.h"
 
 #define CV_TENSOR(NAME, ATTR, T)                                                                                \
@@ -14,23 +14,10 @@ ATTR static void NAME(uint64_t *restrict acc0, uint64_t *restrict acc1, uint64_t
     }                                                                                                           \
 }
 
-CV_TENSOR(tensor_portable, , uint64_t)
 CV_TENSOR(tensor32_portable, , uint32_t)
 #if defined(__x86_64__)
-CV_TENSOR(tensor_avx512, __attribute__((target("avx512f"))), uint64_t)
 CV_TENSOR(tensor32_avx512, __attribute__((target("avx512f"))), uint32_t)
 #endif
-
-void cv_tensor_accumulate(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint64_t *a0, const uint64_t *a1,
-                          const uint64_t *b0, const uint64_t *b1, size_t count) {
-#if defined(__x86_64__)
-    if (cv_active_level() >= CV_LEVEL_AVX512) {
-        tensor_avx512(acc0, acc1, acc2, a0, a1, b0, b1, count);
-        return;
-    }
-#endif
-    tensor_portable(acc0, acc1, acc2, a0, a1, b0, b1, count);
-}
 
 void cv_tensor_accumulate32(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint32_t *a0, const uint32_t *a1,
                             const uint32_t *b0, const uint32_t *b1, size_t count) {

@@ -67,16 +67,14 @@ typedef struct {
     const uint32_t *const *inv_shoup;  ///< their Shoup quotients
     const uint32_t *inv_n;             ///< n^{-1} per modulus
     const uint32_t *inv_n_shoup;       ///< its Shoup quotient
-    const uint64_t *barrett64;         ///< floor(2^64 / m) per modulus
     const uint64_t *barrett32;         ///< floor(2^32 / m) per modulus
     const uint32_t *p_inv;             ///< p^{-1} mod q_i (l values)
     const uint32_t *p_inv_shoup;       ///< its Shoup quotients
     const uint32_t *half_mod_q;        ///< floor(p / 2) mod q_i (l values)
 } cv_keyswitch_params;
 
-/// Words of scratch `cv_galois_keyswitch32` needs: 32-bit words then 64-bit words.
+/// 32-bit words of scratch `cv_galois_keyswitch32` needs.
 size_t cv_keyswitch_scratch32(const cv_keyswitch_params *pp);
-size_t cv_keyswitch_scratch64(const cv_keyswitch_params *pp);
 
 /// The gather table of `σ_g` on `n` coefficients: `table[j]` is the source index of output j, with the top bit
 /// set when the coefficient changes sign.
@@ -89,7 +87,7 @@ void cv_galois_table(uint32_t *table, size_t n, size_t galois_element);
 void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element, const uint32_t *galois_table,
                            const cv_keyswitch_params *pp, const uint32_t *const *key,
                            const uint32_t *const *key_shoup, size_t key_rows,
-                           uint32_t *scratch32, uint64_t *scratch64);
+                           uint32_t *scratch32);
 
 /// One expansion split: `even = c + r`, `odd = (c − r) · x^{−shift}` (negacyclic), for 2 polynomials × `l` rows
 /// of `n` words in coefficient form, `0 < shift < n`.
@@ -108,11 +106,6 @@ void cv_convert_centered32(uint64_t *out, size_t out_stride, const uint64_t *in,
                            const uint32_t *punct_in_target_shoup, const uint32_t *prod_in_target,
                            uint32_t *scratch);
 
-/// Lazy tensor-product accumulation for ciphertext × ciphertext over residues below 2^30 (evaluation form):
-/// `acc0 += a0·b0`, `acc1 += a0·b1 + a1·b0`, `acc2 += a1·b1` on `count` 64-bit words, no reduction (callers reduce
-/// before 7 products have been added).
-void cv_tensor_accumulate(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint64_t *a0, const uint64_t *a1,
-                          const uint64_t *b0, const uint64_t *b1, size_t count);
 
 /// Tables of `cv_extend32`: NTTs of every modulus of Q ∪ P (the `lq` ciphertext moduli, then the `lp` auxiliary
 /// ones) and the Q → P base conversion (tables as in `cv_convert_centered32`).
@@ -144,7 +137,9 @@ size_t cv_extend_scratch(const cv_extend_params *pp);
 void cv_extend32(uint32_t *out, const void *in, int in_wide, int in_eval, const cv_extend_params *pp,
                  uint32_t *scratch);
 
-/// `cv_tensor_accumulate` on 32-bit operands.
+/// Lazy tensor-product accumulation for ciphertext × ciphertext over residues below 2^30 (evaluation form):
+/// `acc0 += a0·b0`, `acc1 += a0·b1 + a1·b0`, `acc2 += a1·b1` on `count` 64-bit words, no reduction (callers reduce
+/// before 7 products have been added).
 void cv_tensor_accumulate32(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, const uint32_t *a0, const uint32_t *a1,
                             const uint32_t *b0, const uint32_t *b1, size_t count);
 
