@@ -46,30 +46,30 @@ extension Context {
             return (qEval, ext.converted(to: .eval))
         }
 
-        var accQ = [PolyRq](repeating: PolyRq(zeroIn: ctx, format: .eval), count: 3)
-        var accP = [PolyRq](repeating: PolyRq(zeroIn: aux, format: .eval), count: 3)
         if let tensor = mc.narrowTensor {
             let words = tensor.extendedWords
-            try accumulateNarrow(count: pairs.count, tensor: tensor, accQ: &accQ, accP: &accP) { k, x, scratch in
+            let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: aux) { k, x, scratch in
                 let (a, b) = pairs[k]
                 tensor.extend(a.polys[0], into: x, scratch: &scratch)
                 tensor.extend(a.polys[1], into: x + words, scratch: &scratch)
                 tensor.extend(b.polys[0], into: x + 2 * words, scratch: &scratch)
                 tensor.extend(b.polys[1], into: x + 3 * words, scratch: &scratch)
             }
-        } else {
-            for (a, b) in pairs {
-                let ae = a.polys.map(extend)
-                let be = b.polys.map(extend)
-                for (target, terms) in [(0, [(0, 0)]), (1, [(0, 1), (1, 0)]), (2, [(1, 1)])] {
-                    for (i, j) in terms {
-                        var tq = ae[i].0
-                        try tq.multiplyPointwise(be[j].0)
-                        try accQ[target].add(tq)
-                        var tp = ae[i].1
-                        try tp.multiplyPointwise(be[j].1)
-                        try accP[target].add(tp)
-                    }
+            return try scaledSum(accQ: accQ, accP: accP, constants: mc)
+        }
+        var accQ = [PolyRq](repeating: PolyRq(zeroIn: ctx, format: .eval), count: 3)
+        var accP = [PolyRq](repeating: PolyRq(zeroIn: aux, format: .eval), count: 3)
+        for (a, b) in pairs {
+            let ae = a.polys.map(extend)
+            let be = b.polys.map(extend)
+            for (target, terms) in [(0, [(0, 0)]), (1, [(0, 1), (1, 0)]), (2, [(1, 1)])] {
+                for (i, j) in terms {
+                    var tq = ae[i].0
+                    try tq.multiplyPointwise(be[j].0)
+                    try accQ[target].add(tq)
+                    var tp = ae[i].1
+                    try tp.multiplyPointwise(be[j].1)
+                    try accP[target].add(tp)
                 }
             }
         }
@@ -133,10 +133,8 @@ extension Context {
         for pair in pairs where pair.a.count != 2 * half || pair.b.count != 2 * half {
             throw HEError.incompatibleOperands("ciphertext words must hold 2 polynomials over the ciphertext moduli")
         }
-        var accQ = [PolyRq](repeating: PolyRq(zeroIn: ctx, format: .eval), count: 3)
-        var accP = [PolyRq](repeating: PolyRq(zeroIn: mc.auxContext, format: .eval), count: 3)
         let words = tensor.extendedWords
-        try accumulateNarrow(count: pairs.count, tensor: tensor, accQ: &accQ, accP: &accP) { k, x, scratch in
+        let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: mc.auxContext) { k, x, scratch in
             let pair = pairs[k]
             pair.a.withUnsafeBufferPointer { a in
                 pair.b.withUnsafeBufferPointer { b in
@@ -154,10 +152,12 @@ extension Context {
     /// The tensor sums for residues below 2^30: each operand is extended to Q ∪ P on 32-bit words
     /// (`NarrowTensor`), its four products go straight into 64-bit accumulators, reduced once every 7 pairs.
     /// `extend(k, buffer, scratch)` writes pair k's four extended operands (a0, a1, b0, b1) into the buffer.
-    private func accumulateNarrow(count: Int, tensor: NarrowTensor, accQ: inout [PolyRq], accP: inout [PolyRq],
-                                  extend: (Int, UnsafeMutablePointer<UInt32>, inout [UInt32]) -> Void) throws {
-        let lq = accQ[0].context.rowCount
-        let moduli = accQ[0].context.moduli + accP[0].context.moduli
+    /// Returns the 3 sums over Q and over P (evaluation form).
+    private func accumulateNarrow(count: Int, tensor: NarrowTensor, q: PolyContext, p: PolyContext,
+                                  extend: (Int, UnsafeMutablePointer<UInt32>, inout [UInt32]) -> Void) throws
+        -> (accQ: [PolyRq], accP: [PolyRq]) {
+        let lq = q.rowCount
+        let moduli = q.moduli + p.moduli
         let n = degree
         let rows = tensor.rows
         guard rows == moduli.count else { throw HEError.invalidParameters("extension rows") }
@@ -193,12 +193,13 @@ extension Context {
             }
         }
         reduceAll()
-        for poly in 0..<3 {
-            let base = poly * words
-            accQ[poly] = PolyRq(unchecked: accQ[poly].context, format: .eval, data: Array(acc[base..<(base + lq * n)]))
-            accP[poly] = PolyRq(unchecked: accP[poly].context, format: .eval,
-                                data: Array(acc[(base + lq * n)..<(base + words)]))
+        let accQ = (0..<3).map { poly in
+            PolyRq(unchecked: q, format: .eval, data: Array(acc[(poly * words)..<(poly * words + lq * n)]))
         }
+        let accP = (0..<3).map { poly in
+            PolyRq(unchecked: p, format: .eval, data: Array(acc[(poly * words + lq * n)..<((poly + 1) * words)]))
+        }
+        return (accQ, accP)
     }
 
     /// Ciphertext × ciphertext followed by relinearization: a 2-polynomial ciphertext in coefficient form.

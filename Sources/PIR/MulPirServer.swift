@@ -134,7 +134,7 @@ public struct MulPirServer: Sendable {
         var columns = [[[[Ciphertext]]]](repeating: [], count: queries.count)  // [query][j][chunk] -> columns
         for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
         let first = FirstDimension(context: context, parameters: p, threads: threads)
-        let passes: [[Int]] = tables.count == 1 ? [Array(0..<p.batchSize)] : (0..<p.batchSize).map { [$0] }
+        let passes = self.passes
         for calls in passes {
             let table = tables.count == 1 ? tables[0] : tables[calls[0]]
             // Streams of this pass: (query i, call j) pairs in order.
@@ -182,21 +182,16 @@ public struct MulPirServer: Sendable {
         let treeThreads = queries.count == 1 ? threads : 1
         let expanded: [[[UInt32]]] = try concurrentMap(queries.count) { i in
             let expansion = QueryExpansion(context: context, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
-            var out: [[UInt32]] = []
-            var remaining = p.expandedQueryCount
-            for ct in queries[i].query {
-                let count = min(remaining, context.degree)
+            return try expandEach(queries[i].query) { ct, count in
                 guard let leaves = try expansion.expandWords(ct, count: count) else {
                     throw PIRError.invalidQuery("query ciphertexts do not fit the 32-bit expansion")
                 }
-                out.append(contentsOf: leaves)
-                remaining -= count
+                return leaves
             }
-            return out
         }
         // Row selectors to evaluation form in place and into the scan's layout: producing the selectors the
         // database pass reads, timed with the expansion.
-        let passes: [[Int]] = tables.count == 1 ? [Array(0..<p.batchSize)] : (0..<p.batchSize).map { [$0] }
+        let passes = self.passes
         let passPairs = passes.map { calls in queries.indices.flatMap { i in calls.map { j in (i, j) } } }
         let passSelectors: [[[[UInt32]]]] = try passPairs.map { pairs in
             let flat = try concurrentMap(pairs.count * d0) { task in
@@ -239,14 +234,7 @@ public struct MulPirServer: Sendable {
                 let reply: Ciphertext
                 if twoDimensional {
                     let pairs = zip(selectors, cols).map { (a: $0[...], aEval: false, b: $1, bEval: true) }
-                    var sum: Ciphertext?
-                    // At most maxAccumulatedProducts products per scaling; more columns add scaled partial sums.
-                    for start in stride(from: 0, to: pairs.count, by: Self.maxProductsPerScaling) {
-                        let part = try context.multiplyAccumulate(
-                            words: Array(pairs[start..<min(start + Self.maxProductsPerScaling, pairs.count)]))
-                        sum = try sum.map { try context.add($0, part) } ?? part
-                    }
-                    guard let product = sum else { throw PIRError.invalidQuery("no second-dimension columns") }
+                    let product = try sumOfProducts(pairs) { try context.multiplyAccumulate(words: $0) }
                     reply = try context.relinearize(product, key: queries[i].evaluationKey)
                 } else {
                     reply = try kernel.ciphertext(words: Array(cols[0]), format: .eval, context: context)
@@ -261,18 +249,43 @@ public struct MulPirServer: Sendable {
     /// Products one ciphertext-product scaling may sum (the auxiliary base's headroom).
     static let maxProductsPerScaling = 1 << 12
 
-    /// Expands one query into `(d0 + d1) · batch` selector ciphertexts.
-    func expand(_ query: [Ciphertext], evaluationKey: EvaluationKey, threads: Int) throws -> [Ciphertext] {
-        let expansion = QueryExpansion(context: context, evaluationKey: evaluationKey, threads: threads)
-        var out: [Ciphertext] = []
+    /// The first-dimension passes: every PIR call in one pass when all calls read the one sub-table, else one pass
+    /// per call over its own sub-table.
+    private var passes: [[Int]] {
+        tables.count == 1 ? [Array(0..<parameters.batchSize)] : (0..<parameters.batchSize).map { [$0] }
+    }
+
+    /// `Σ a_i ⊗ b_i` over all pairs: `multiplyAccumulate` scales at most `maxProductsPerScaling` products at once,
+    /// so longer sums add scaled partial sums.
+    private func sumOfProducts<Pair>(_ pairs: [Pair], _ multiplyAccumulate: ([Pair]) throws -> Ciphertext) throws
+        -> Ciphertext {
+        var sum: Ciphertext?
+        for start in stride(from: 0, to: pairs.count, by: Self.maxProductsPerScaling) {
+            let part = try multiplyAccumulate(Array(pairs[start..<min(start + Self.maxProductsPerScaling, pairs.count)]))
+            sum = try sum.map { try context.add($0, part) } ?? part
+        }
+        guard let product = sum else { throw PIRError.invalidQuery("no second-dimension columns") }
+        return product
+    }
+
+    /// Runs `expand(ciphertext, outputs)` on each query ciphertext, each expanding to at most N of the
+    /// `expandedQueryCount` selectors, and concatenates the outputs.
+    private func expandEach<T>(_ query: [Ciphertext], _ expand: (Ciphertext, Int) throws -> [T]) throws -> [T] {
+        var out: [T] = []
         out.reserveCapacity(parameters.expandedQueryCount)
         var remaining = parameters.expandedQueryCount
         for ct in query {
             let count = min(remaining, context.degree)
-            out.append(contentsOf: try expansion.expand(ct, count: count))
+            out.append(contentsOf: try expand(ct, count))
             remaining -= count
         }
         return out
+    }
+
+    /// Expands one query into `(d0 + d1) · batch` selector ciphertexts.
+    func expand(_ query: [Ciphertext], evaluationKey: EvaluationKey, threads: Int) throws -> [Ciphertext] {
+        let expansion = QueryExpansion(context: context, evaluationKey: evaluationKey, threads: threads)
+        return try expandEach(query) { try expansion.expand($0, count: $1) }
     }
 
     /// First dimension with 64-bit plaintexts (moduli above 30 bits): one inner product per column.
@@ -296,13 +309,7 @@ public struct MulPirServer: Sendable {
     /// `Σ_col selector[col] ⊗ column[col]`, scaled once and relinearized once; the column itself for 1-D.
     func secondDimension(selectors: [Ciphertext], columns: [Ciphertext], evaluationKey: EvaluationKey) throws -> Ciphertext {
         guard parameters.dimensions.count == 2 else { return columns[0].converted(to: .coeff) }
-        let pairs = Array(zip(selectors, columns))
-        var sum: Ciphertext?
-        for start in stride(from: 0, to: pairs.count, by: Self.maxProductsPerScaling) {
-            let part = try context.multiplyAccumulate(Array(pairs[start..<min(start + Self.maxProductsPerScaling, pairs.count)]))
-            sum = try sum.map { try context.add($0, part) } ?? part
-        }
-        guard let product = sum else { throw PIRError.invalidQuery("no second-dimension columns") }
+        let product = try sumOfProducts(Array(zip(selectors, columns))) { try context.multiplyAccumulate($0) }
         return try context.relinearize(product, key: evaluationKey)
     }
 

@@ -40,12 +40,11 @@ public struct QueryExpansion: Sendable {
     /// Expands one query ciphertext (coefficient form) into `count` outputs (1 ≤ count ≤ N).
     public func expand(_ ciphertext: Ciphertext, count: Int) throws -> [Ciphertext] {
         guard count >= 1, count <= context.degree else { throw PIRError.invalidQuery("expansion to \(count) outputs") }
-        let height = ceilLog2(count)
-        let coeff = ciphertext.converted(to: .coeff)
-        if let ks = context.narrowKeySwitch, coeff.polys.count == 2, coeff.moduliCount == ks.rows {
-            return try expandNarrow(coeff, count: count, kernel: ks)
+        if let kernel = context.narrowKeySwitch, let leaves = try expandWords(ciphertext, count: count) {
+            return try leaves.map { try kernel.ciphertext(words: $0, format: .coeff, context: context) }
         }
-        return try expand(coeff, count: count, level: 1, height: height, threads: threads)
+        return try expand(ciphertext.converted(to: .coeff), count: count, level: 1, height: ceilLog2(count),
+                          threads: threads)
     }
 
     /// Expands one query ciphertext into `count` outputs as 32-bit coefficient-form words (2 polynomials × rows ×
@@ -63,12 +62,6 @@ public struct QueryExpansion: Sendable {
         }
         return try expandNarrow(root, count: count, level: 1, height: ceilLog2(count), threads: threads,
                                 kernel: kernel, scratch: kernel.makeScratch())
-    }
-
-    /// The expansion tree on 32-bit words with the fused Galois kernel, as ciphertexts.
-    private func expandNarrow(_ c: Ciphertext, count: Int, kernel: NarrowKeySwitch) throws -> [Ciphertext] {
-        let leaves = try expandWords(c, count: count) ?? []
-        return try leaves.map { try kernel.ciphertext(words: $0, format: .coeff, context: context) }
     }
 
     private func expandNarrow(_ c: [UInt32], count: Int, level: Int, height: Int, threads: Int,
