@@ -10,8 +10,10 @@
 //   ZeroMQ, LZ4    Swift wrappers over libzmq and liblz4 (system-library targets CZeroMQ, CLZ4)
 //   Cluster        coordinator-worker transport: socket loops, message codec, compact shards, transfer, placement
 //   LookupService  the Live Caller ID Lookup HTTP service: use cases, evaluation-key store, query execution
+//   LookupCluster  the cluster roles: coordinator (membership, reconciliation, routing, transfer, keys, health) and
+//                  worker, the desired-state store, the cluster config; a ShardExecutor for LookupService
 //   LookupClient   a device-like client over HTTP (config sync, key upload, queries), for tools and tests
-//   callveil       the command-line executable (serve, build-db, process-db, query)
+//   callveil       the command-line executable (serve, coordinator, worker, build-db, process-db, query)
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -34,6 +36,7 @@ let package = Package(
         .library(name: "LZ4", targets: ["LZ4"]),
         .library(name: "Cluster", targets: ["Cluster"]),
         .library(name: "LookupService", targets: ["LookupService"]),
+        .library(name: "LookupCluster", targets: ["LookupCluster"]),
         .library(name: "LookupClient", targets: ["LookupClient"]),
         .executable(name: "callveil", targets: ["callveil"]),
     ],
@@ -91,15 +94,25 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "LookupService",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass", "CZlib", "Cluster", "ZeroMQ",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass", "CZlib",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "GRDB", package: "GRDB.swift"),
-                           .product(name: "Yams", package: "Yams"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Metrics", package: "swift-metrics"),
                            .product(name: "Prometheus", package: "swift-prometheus"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: strict),
+        .target(
+            name: "LookupCluster",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "Cluster", "ZeroMQ", "LZ4",
+                           .product(name: "Yams", package: "Yams"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "Metrics", package: "swift-metrics"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                            .product(name: "Crypto", package: "swift-crypto"),
@@ -116,7 +129,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "callveil",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient", "ZeroMQ",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "LookupClient", "ZeroMQ",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -131,7 +144,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "ClusterBench",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "Cluster", "ZeroMQ", "LZ4",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "Cluster", "ZeroMQ", "LZ4",
                            .product(name: "Logging", package: "swift-log")],
             path: "bench/ClusterBench",
             swiftSettings: strict),
@@ -153,11 +166,27 @@ let package = Package(
             name: "PIRTests",
             dependencies: ["BFV", "PIR", "LookupProtocol", "ConformanceSupport"],
             swiftSettings: strict),
-        .testTarget(
-            name: "LookupServiceTests",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupClient", "ConformanceSupport", "Cluster", "ZeroMQ",
+        .target(
+            name: "ServiceTestSupport",
+            dependencies: ["LookupProtocol", "LookupService", "LookupClient", "PIR",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Tests/ServiceTestSupport",
+            swiftSettings: strict),
+        .testTarget(
+            name: "LookupServiceTests",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "LookupClient", "ConformanceSupport",
+                           "ServiceTestSupport",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "LookupClusterTests",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "LookupClient", "Cluster", "ZeroMQ",
+                           "ServiceTestSupport",
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),

@@ -51,6 +51,7 @@ public final class TransferSink {
 
     /// A sink; an existing partial file for the same shard (same SHA-256, named in its file) is resumed.
     public init(path: String, totalBytes: Int, sha256: [UInt8], maxChunkBytes: Int = 8 << 20) throws {
+        guard totalBytes >= 0, sha256.count == 32 else { throw ClusterError.badChunk("bad transfer size or checksum") }
         self.path = path
         self.totalBytes = totalBytes
         self.sha256 = sha256
@@ -64,8 +65,8 @@ public final class TransferSink {
 
     /// Verifies and appends one chunk; returns true when the shard is complete and verified.
     public func accept(_ chunk: Callveil_Cluster_V1_ShardChunk) throws -> Bool {
-        guard Int(chunk.totalBytes) == totalBytes else { throw ClusterError.badChunk("total size changed") }
-        guard Int(chunk.offset) == offset else { throw ClusterError.badChunk("chunk at \(chunk.offset), expected \(offset)") }
+        guard chunk.totalBytes == UInt64(totalBytes) else { throw ClusterError.badChunk("total size changed") }
+        guard chunk.offset == UInt64(offset) else { throw ClusterError.badChunk("chunk at \(chunk.offset), expected \(offset)") }
         let piece = try LZ4Frame.decompress([UInt8](chunk.lz4Frame), limit: maxChunkBytes)
         guard CompactShard.sha256(piece) == [UInt8](chunk.sha256) else { throw ClusterError.badChunk("checksum mismatch at \(offset)") }
         guard offset + piece.count <= totalBytes, !piece.isEmpty || totalBytes == 0 else { throw ClusterError.badChunk("chunk beyond the end") }

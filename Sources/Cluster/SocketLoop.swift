@@ -7,8 +7,10 @@ import Glibc
 #endif
 
 /// One ZeroMQ socket driven by its own thread (ZeroMQ sockets are single-threaded): the thread creates and
-/// configures the socket, delivers every received message to `onMessage`, and sends what other threads queue
-/// with `send`, woken through a pipe so a send never waits for a poll timeout.
+/// configures the socket, delivers every received message (with the ZAP user id of its connection, if any) to
+/// `onMessage`, and sends what other threads queue with `send`, woken through a pipe so a send never waits for a
+/// poll timeout. Sends never block: a message to a peer that is gone or whose queue is full is dropped, which is
+/// why nothing in the cluster depends on one message arriving (the coordinator reconciles on every heartbeat).
 public final class SocketLoop: Sendable {
     private final class Shared: Sendable {
         let outbox = Mutex<[[[UInt8]]]>([])
@@ -26,7 +28,7 @@ public final class SocketLoop: Sendable {
     /// and returns its endpoint; `onMessage` runs on the loop thread for each message and must not block.
     public init(context: ZMQContext, kind: ZMQSocket.Kind, name: String,
                 setup: @escaping @Sendable (ZMQSocket) throws -> String,
-                onMessage: @escaping @Sendable ([[UInt8]]) -> Void) throws {
+                onMessage: @escaping @Sendable ([[UInt8]], String?) -> Void) throws {
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw ZMQError(code: errno, operation: "pipe") }
         for end in pipeEnds { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
@@ -89,9 +91,14 @@ public final class SocketLoop: Sendable {
         finished.wait()
     }
 
-    private static func run(socket: ZMQSocket, wake: Int32, shared: Shared, onMessage: @Sendable ([[UInt8]]) -> Void) {
+    private static func run(socket: ZMQSocket, wake: Int32, shared: Shared, onMessage: @Sendable ([[UInt8]], String?) -> Void) {
         while !shared.stopping.withLock({ $0 }) {
-            guard let ready = try? ZMQSocket.poll([socket], descriptors: [wake], timeoutMilliseconds: 250) else { return }
+            let ready: [Bool]
+            do { ready = try ZMQSocket.poll([socket], descriptors: [wake], timeoutMilliseconds: 250) } catch let error as ZMQError where error.code == EINTR {
+                continue  // a signal: poll again
+            } catch {
+                return  // the context terminated or the socket is gone
+            }
             if ready[1] {
                 var drain = [UInt8](repeating: 0, count: 256)
                 while read(wake, &drain, drain.count) > 0 {}
@@ -105,7 +112,7 @@ public final class SocketLoop: Sendable {
                 try? socket.send(frames, dontWait: true)
             }
             if ready[0] {
-                while let message = try? socket.receive(dontWait: true) { onMessage(message) }
+                while let message = try? socket.receiveWithPeer(dontWait: true) { onMessage(message.frames, message.userID) }
             }
         }
     }

@@ -36,12 +36,19 @@ public struct CurveKeyPair: Sendable, Equatable, Codable {
         return out
     }
 
-    /// Makes `socket` a CURVE server with this key pair (the coordinator).
-    public func configureServer(_ socket: ZMQSocket, zapDomain: String) throws {
+    /// Makes `socket` a CURVE server with this key pair (the coordinator). Where libzmq offers
+    /// `ZMQ_ZAP_ENFORCE_DOMAIN` (93, a draft option) it is set, so a handshake fails when no ZAP handler answers;
+    /// returns whether it was. Either way the coordinator accepts only messages that carry a ZAP user id.
+    @discardableResult
+    public func configureServer(_ socket: ZMQSocket, zapDomain: String) throws -> Bool {
         try socket.set(ZMQ_CURVE_SERVER, 1)
         try socket.set(ZMQ_CURVE_SECRETKEY, string: secretKey)
         try socket.set(ZMQ_ZAP_DOMAIN, string: zapDomain)
+        return (try? socket.set(Self.zapEnforceDomain, 1)) != nil
     }
+
+    /// `ZMQ_ZAP_ENFORCE_DOMAIN`, defined by zmq.h only in draft builds.
+    static let zapEnforceDomain: Int32 = 93
 
     /// Makes `socket` a CURVE client with this key pair, trusting `serverPublicKey` (a worker).
     public func configureClient(_ socket: ZMQSocket, serverPublicKey: String) throws {

@@ -71,6 +71,12 @@ public final class ZMQSocket {
         guard status == 0 else { throw ZMQError.last("setsockopt \(option)") }
     }
 
+    /// Caps the size of an inbound message: a peer sending more is disconnected by ZeroMQ before the bytes reach
+    /// the application.
+    public func setMaxMessageSize(_ bytes: Int) throws {
+        try set(ZMQ_MAXMSGSIZE, int64: Int64(bytes))
+    }
+
     /// Sets a string option (without its terminating zero).
     public func set(_ option: Int32, string: String) throws {
         try set(option, bytes: Array(string.utf8))
@@ -89,7 +95,14 @@ public final class ZMQSocket {
 
     /// Receives a multipart message; nil when `dontWait` and nothing is ready.
     public func receive(dontWait: Bool = false) throws -> [[UInt8]]? {
+        try receiveWithPeer(dontWait: dontWait)?.frames
+    }
+
+    /// Receives a multipart message with the ZAP user id its connection was admitted under (`User-Id` metadata,
+    /// nil when the connection was not authenticated by a ZAP handler); nil when `dontWait` and nothing is ready.
+    public func receiveWithPeer(dontWait: Bool = false) throws -> (frames: [[UInt8]], userID: String?)? {
         var frames: [[UInt8]] = []
+        var userID: String?
         repeat {
             var message = zmq_msg_t()
             zmq_msg_init(&message)
@@ -100,10 +113,14 @@ public final class ZMQSocket {
                 if error.wouldBlock && frames.isEmpty { return nil }
                 throw error
             }
+            if frames.isEmpty, let value = zmq_msg_gets(&message, "User-Id") {
+                let text = String(cString: value)
+                userID = text.isEmpty ? nil : text
+            }
             let data = zmq_msg_data(&message)
             frames.append(size == 0 ? [] : Array(UnsafeRawBufferPointer(start: data, count: Int(size))))
         } while receiveMore
-        return frames
+        return (frames, userID)
     }
 
     private var receiveMore: Bool {

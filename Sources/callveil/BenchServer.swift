@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PIR
+import LookupCluster
 import LookupService
 import ServiceLifecycle
 
@@ -27,11 +28,10 @@ struct BenchServer {
         let configPath = "\(directory)/service-config.json"
         try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
         let cluster = try EmbeddedCluster()
-        let server = try await LookupServer(configPath: configPath, makeExecutor: workers > 0 ? cluster.makeExecutor(logger: logger) : nil,
-                                            logger: logger)
+        let (server, embedded) = try await cluster.startServer(configPath: configPath, workers: workers,
+                                                               threads: max(MulPirServer.coreCount / max(workers, 1), 1),
+                                                               dataDirectory: directory, logger: logger)
         let coordinator = server.executor as? ClusterCoordinator
-        let embedded = try await cluster.startWorkers(count: workers, dataDirectory: directory, threads: max(MulPirServer.coreCount / max(workers, 1), 1),
-                                                      server: server, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.makeApplication(host: "127.0.0.1", port: 0) { port in continuation.yield(port) }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
@@ -53,6 +53,6 @@ struct BenchServer {
         await group.triggerGracefulShutdown()
         _ = try? await task.value
         for worker in workers { worker.stop() }
-        coordinator?.stop()
+        coordinator?.shutdown()
     }
 }

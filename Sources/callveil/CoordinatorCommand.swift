@@ -1,6 +1,7 @@
 import ArgumentParser
 import Hummingbird
 import Logging
+import LookupCluster
 import LookupService
 import ZeroMQ
 
@@ -19,16 +20,19 @@ struct CoordinatorCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try bootstrapLogging(logLevel)
         let cluster = try ClusterConfig.load(path: config)
-        let options = try cluster.coordinatorOptions()
+        let metrics = ServiceMetrics()
+        var options = try cluster.coordinatorOptions(path: config)
+        options.metrics = metrics
         let context = try ZMQContext()
-        let server = try await LookupServer(configPath: cluster.service, makeExecutor: { store in
-            try ClusterCoordinator(context: context, options: options, keyStore: store, logger: logger)
+        let coordinatorOptions = options
+        let server = try await LookupServer(configPath: cluster.service, pool: nil, metrics: metrics, makeExecutor: { store in
+            try ClusterCoordinator(context: context, options: coordinatorOptions, keyStore: store, logger: logger)
         }, logger: logger)
         let host = cluster.host ?? "127.0.0.1"
         let app = server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true) { port in
             logger.info("coordinator listening", metadata: ["http": .string("http://\(host):\(port)"), "workers": .string(cluster.bind)])
         }
         try await app.runService()
-        (server.executor as? ClusterCoordinator)?.stop()
+        await server.executor.stop()
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import LookupCluster
 import LookupService
 import ZeroMQ
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Hummingbird
 import Logging
 import Foundation
+import LookupCluster
 import LookupService
 
 /// `callveil serve`: the single-host service on one port (PIR endpoints, `/healthz`, `/metrics`).
@@ -30,11 +31,9 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = try bootstrapLogging(logLevel)
         guard workers >= 0, workers <= 64 else { throw ValidationError("--workers must be in 0...64") }
         let cluster = try EmbeddedCluster()
-        let server = try await LookupServer(configPath: config, makeExecutor: workers == 0 ? nil : cluster.makeExecutor(logger: logger),
-                                            logger: logger)
         let dataDirectory = URL(fileURLWithPath: config).deletingLastPathComponent().appendingPathComponent("embedded-workers").path
-        let embedded = try await cluster.startWorkers(count: workers, dataDirectory: dataDirectory, threads: nil, server: server,
-                                                      logger: logger)
+        let (server, embedded) = try await cluster.startServer(configPath: config, workers: workers, threads: nil,
+                                                               dataDirectory: dataDirectory, logger: logger)
         let workerCount = workers
         let host = self.host
         let app = server.makeApplication(host: host, port: port, reloadOnSIGHUP: true) { port in
@@ -42,6 +41,6 @@ struct ServeCommand: AsyncParsableCommand {
         }
         try await app.runService()
         for worker in embedded { worker.stop() }
-        (server.executor as? ClusterCoordinator)?.stop()
+        await server.executor.stop()
     }
 }

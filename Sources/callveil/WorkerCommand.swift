@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import LookupCluster
 import LookupService
 import ServiceLifecycle
 import UnixSignals

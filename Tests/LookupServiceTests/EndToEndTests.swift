@@ -2,6 +2,7 @@ import Foundation
 import LookupClient
 import LookupProtocol
 import LookupService
+import ServiceTestSupport
 import Testing
 
 /// The service over real HTTP on loopback with our own processed dataset and our device-like client.

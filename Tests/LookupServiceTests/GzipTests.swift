@@ -1,4 +1,5 @@
 import LookupService
+import ServiceTestSupport
 import Testing
 
 /// gzip encoding round trips random data and rejects corrupted members.

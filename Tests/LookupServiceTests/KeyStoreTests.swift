@@ -1,5 +1,6 @@
 import Foundation
 import LookupService
+import ServiceTestSupport
 import Synchronization
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import LookupClient
 import LookupService
+import ServiceTestSupport
 import Testing
 
 /// The bench harness's load generator: phones set up keys, look numbers up, and every answer is checked, so a

@@ -2,6 +2,7 @@ import Foundation
 import LookupClient
 import LookupProtocol
 import LookupService
+import ServiceTestSupport
 import PrivacyPass
 import Synchronization
 import Testing

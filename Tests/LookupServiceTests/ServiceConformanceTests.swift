@@ -4,6 +4,7 @@ import Foundation
 import LookupClient
 import LookupProtocol
 import LookupService
+import ServiceTestSupport
 import PIR
 import SwiftProtobuf
 import Testing

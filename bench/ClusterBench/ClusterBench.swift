@@ -5,6 +5,7 @@ import Cluster
 import Foundation
 import LZ4
 import Logging
+import LookupCluster
 import LookupProtocol
 import LookupService
 import PIR
@@ -107,7 +108,7 @@ struct ClusterBench {
         }
 
         // 1. In-process.
-        let local = LocalShardExecutor(keyStore: store, cache: EvaluationKeyCache(capacity: 1 << 30), concurrentQueries: 2)
+        let local = LocalShardExecutor(keyStore: store, cache: EvaluationKeyCache(capacity: 1 << 30), pool: ComputePool(width: 2))
         try await local.install(loaded)
         _ = try await latencies(local)  // checks every answer decrypts
         let localQPS = try await throughput(local, inFlight: 4)
@@ -118,7 +119,7 @@ struct ClusterBench {
         let workerKeys = [try CurveKeyPair.generate(), try CurveKeyPair.generate()]
         var coordinatorOptions = ClusterCoordinator.Options(bind: "tcp://127.0.0.1:0")
         coordinatorOptions.replication = 2
-        coordinatorOptions.curve = (serverKeys, workerKeys.map(\.publicKey))
+        coordinatorOptions.curve = (serverKeys, ["w0": workerKeys[0].publicKey, "w1": workerKeys[1].publicKey].reduce(into: [:]) { $0[$1.value] = $1.key })
         let coordinator = try ClusterCoordinator(context: zmq, options: coordinatorOptions, keyStore: store, logger: logger)
         let installStart = now()
         try await coordinator.install(loaded)
@@ -152,7 +153,7 @@ struct ClusterBench {
         }
         second.stop()
         first.stop()
-        coordinator.stop()
+        coordinator.shutdown()
 
         let overhead = percentile(clusterLatency1, 0.5) - percentile(localLatency, 0.5)
         print("""

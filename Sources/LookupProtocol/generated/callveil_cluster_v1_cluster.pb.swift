@@ -28,6 +28,68 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
+/// Why a worker could not answer. The coordinator maps these to HTTP answers; unknown values are treated as
+/// UNAVAILABLE (retried on another replica).
+public nonisolated enum Callveil_Cluster_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case none // = 0
+
+  /// The request itself is invalid (bad ciphertext, bad key, parameters): the device's fault, not retried.
+  case badRequest // = 1
+
+  /// No evaluation key with that identifier and timestamp: the device re-syncs its key.
+  case evaluationKeyNotFound // = 2
+
+  /// The worker cannot answer now (overloaded, key fetch timed out): retried elsewhere.
+  case unavailable // = 3
+
+  /// The worker does not hold that shard (it was just moved or dropped): retried elsewhere.
+  case shardNotHeld // = 4
+
+  /// A fault in the worker: retried elsewhere.
+  case `internal` // = 5
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .none
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .none
+    case 1: self = .badRequest
+    case 2: self = .evaluationKeyNotFound
+    case 3: self = .unavailable
+    case 4: self = .shardNotHeld
+    case 5: self = .internal
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .none: return 0
+    case .badRequest: return 1
+    case .evaluationKeyNotFound: return 2
+    case .unavailable: return 3
+    case .shardNotHeld: return 4
+    case .internal: return 5
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Callveil_Cluster_V1_ErrorCode] = [
+    .none,
+    .badRequest,
+    .evaluationKeyNotFound,
+    .unavailable,
+    .shardNotHeld,
+    .internal,
+  ]
+
+}
+
 /// The envelope of every message.
 public nonisolated struct Callveil_Cluster_V1_ClusterMessage: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -168,7 +230,8 @@ public nonisolated struct Callveil_Cluster_V1_ClusterMessage: Sendable {
   public init() {}
 }
 
-/// One shard of one use-case version.
+/// One shard of one use-case version; `sha256` names its content (SHA-256 of the compact shard bytes), so a
+/// data update that keeps the config id is still a different shard. Empty `sha256`: whatever content is held.
 public nonisolated struct Callveil_Cluster_V1_ShardRef: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -180,12 +243,41 @@ public nonisolated struct Callveil_Cluster_V1_ShardRef: Sendable {
 
   public var shard: UInt32 = 0
 
+  public var sha256: Data = Data()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
 
-/// Worker -> coordinator when it connects: who it is and what it already holds, verified.
+/// A transfer a worker has under way: the content it is fetching and the bytes it holds verified so far.
+public nonisolated struct Callveil_Cluster_V1_TransferProgress: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var shard: Callveil_Cluster_V1_ShardRef {
+    get {_shard ?? Callveil_Cluster_V1_ShardRef()}
+    set {_shard = newValue}
+  }
+  /// Returns true if `shard` has been explicitly set.
+  public var hasShard: Bool {self._shard != nil}
+  /// Clears the value of `shard`. Subsequent reads from it will return its default value.
+  public mutating func clearShard() {self._shard = nil}
+
+  public var offset: UInt64 = 0
+
+  public var totalBytes: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _shard: Callveil_Cluster_V1_ShardRef? = nil
+}
+
+/// Worker -> coordinator every 500 ms: who it is and its actual state (shards loaded and verified, with their
+/// content hashes; transfers under way). The coordinator reconciles this against the desired state on every one.
 public nonisolated struct Callveil_Cluster_V1_Hello: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -199,6 +291,11 @@ public nonisolated struct Callveil_Cluster_V1_Hello: Sendable {
 
   /// How many queries the worker accepts at once.
   public var credit: UInt32 = 0
+
+  public var transfers: [Callveil_Cluster_V1_TransferProgress] = []
+
+  /// Random per process start: a new value means the worker restarted (its in-flight queries are lost).
+  public var incarnation: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -267,7 +364,7 @@ public nonisolated struct Callveil_Cluster_V1_QueryRequest: Sendable {
   fileprivate var _inlineKey: Apple_SwiftHomomorphicEncryption_V1_SerializedEvaluationKey? = nil
 }
 
-/// Worker -> coordinator: the answer, or an error with an HTTP status class.
+/// Worker -> coordinator: the answer, or an error code with a reason.
 public nonisolated struct Callveil_Cluster_V1_QueryReply: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -282,9 +379,12 @@ public nonisolated struct Callveil_Cluster_V1_QueryReply: Sendable {
   /// Clears the value of `response`. Subsequent reads from it will return its default value.
   public mutating func clearResponse() {self._response = nil}
 
-  public var errorStatus: UInt32 = 0
-
   public var errorMessage: String = String()
+
+  public var errorCode: Callveil_Cluster_V1_ErrorCode = .none
+
+  /// The content the answer was computed from.
+  public var sha256: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -497,6 +597,10 @@ public nonisolated struct Callveil_Cluster_V1_Goodbye: Sendable {
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "callveil.cluster.v1"
+
+nonisolated extension Callveil_Cluster_V1_ErrorCode: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_NONE\0\u{1}ERROR_CODE_BAD_REQUEST\0\u{1}ERROR_CODE_EVALUATION_KEY_NOT_FOUND\0\u{1}ERROR_CODE_UNAVAILABLE\0\u{1}ERROR_CODE_SHARD_NOT_HELD\0\u{1}ERROR_CODE_INTERNAL\0")
+}
 
 nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClusterMessage"
@@ -764,7 +868,7 @@ nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message,
 
 nonisolated extension Callveil_Cluster_V1_ShardRef: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ShardRef"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}usecase\0\u{3}config_id\0\u{1}shard\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}usecase\0\u{3}config_id\0\u{1}shard\0\u{1}sha256\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -775,6 +879,7 @@ nonisolated extension Callveil_Cluster_V1_ShardRef: SwiftProtobuf.Message, Swift
       case 1: try { try decoder.decodeSingularStringField(value: &self.usecase) }()
       case 2: try { try decoder.decodeSingularBytesField(value: &self.configID) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.shard) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
       default: break
       }
     }
@@ -790,6 +895,9 @@ nonisolated extension Callveil_Cluster_V1_ShardRef: SwiftProtobuf.Message, Swift
     if self.shard != 0 {
       try visitor.visitSingularUInt32Field(value: self.shard, fieldNumber: 3)
     }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -797,6 +905,51 @@ nonisolated extension Callveil_Cluster_V1_ShardRef: SwiftProtobuf.Message, Swift
     if lhs.usecase != rhs.usecase {return false}
     if lhs.configID != rhs.configID {return false}
     if lhs.shard != rhs.shard {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Callveil_Cluster_V1_TransferProgress: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TransferProgress"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shard\0\u{1}offset\0\u{3}total_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._shard) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.totalBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._shard {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 2)
+    }
+    if self.totalBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.totalBytes, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Callveil_Cluster_V1_TransferProgress, rhs: Callveil_Cluster_V1_TransferProgress) -> Bool {
+    if lhs._shard != rhs._shard {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.totalBytes != rhs.totalBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -804,7 +957,7 @@ nonisolated extension Callveil_Cluster_V1_ShardRef: SwiftProtobuf.Message, Swift
 
 nonisolated extension Callveil_Cluster_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}worker_id\0\u{1}threads\0\u{1}loaded\0\u{1}credit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}worker_id\0\u{1}threads\0\u{1}loaded\0\u{1}credit\0\u{1}transfers\0\u{1}incarnation\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -816,6 +969,8 @@ nonisolated extension Callveil_Cluster_V1_Hello: SwiftProtobuf.Message, SwiftPro
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.threads) }()
       case 3: try { try decoder.decodeRepeatedMessageField(value: &self.loaded) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.credit) }()
+      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.transfers) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.incarnation) }()
       default: break
       }
     }
@@ -834,6 +989,12 @@ nonisolated extension Callveil_Cluster_V1_Hello: SwiftProtobuf.Message, SwiftPro
     if self.credit != 0 {
       try visitor.visitSingularUInt32Field(value: self.credit, fieldNumber: 4)
     }
+    if !self.transfers.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.transfers, fieldNumber: 5)
+    }
+    if self.incarnation != 0 {
+      try visitor.visitSingularUInt64Field(value: self.incarnation, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -842,6 +1003,8 @@ nonisolated extension Callveil_Cluster_V1_Hello: SwiftProtobuf.Message, SwiftPro
     if lhs.threads != rhs.threads {return false}
     if lhs.loaded != rhs.loaded {return false}
     if lhs.credit != rhs.credit {return false}
+    if lhs.transfers != rhs.transfers {return false}
+    if lhs.incarnation != rhs.incarnation {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -938,7 +1101,7 @@ nonisolated extension Callveil_Cluster_V1_QueryRequest: SwiftProtobuf.Message, S
 
 nonisolated extension Callveil_Cluster_V1_QueryReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".QueryReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}response\0\u{3}error_status\0\u{3}error_message\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}response\0\u{4}\u{2}error_message\0\u{3}error_code\0\u{1}sha256\0\u{c}\u{2}\u{1}")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -947,8 +1110,9 @@ nonisolated extension Callveil_Cluster_V1_QueryReply: SwiftProtobuf.Message, Swi
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularMessageField(value: &self._response) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.errorStatus) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.errorMessage) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.errorCode) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
       default: break
       }
     }
@@ -962,19 +1126,23 @@ nonisolated extension Callveil_Cluster_V1_QueryReply: SwiftProtobuf.Message, Swi
     try { if let v = self._response {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
     } }()
-    if self.errorStatus != 0 {
-      try visitor.visitSingularUInt32Field(value: self.errorStatus, fieldNumber: 2)
-    }
     if !self.errorMessage.isEmpty {
       try visitor.visitSingularStringField(value: self.errorMessage, fieldNumber: 3)
+    }
+    if self.errorCode != .none {
+      try visitor.visitSingularEnumField(value: self.errorCode, fieldNumber: 4)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 5)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Callveil_Cluster_V1_QueryReply, rhs: Callveil_Cluster_V1_QueryReply) -> Bool {
     if lhs._response != rhs._response {return false}
-    if lhs.errorStatus != rhs.errorStatus {return false}
     if lhs.errorMessage != rhs.errorMessage {return false}
+    if lhs.errorCode != rhs.errorCode {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

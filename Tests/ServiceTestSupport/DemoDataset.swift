@@ -4,15 +4,15 @@ import LookupService
 import PIR
 
 /// A small identity dataset processed into servable shard files, as `build-db` + `process-db` make them.
-struct DemoDataset {
-    static let block = "net.example.lookup.block"
-    static let identity = "net.example.lookup.identity"
+public struct DemoDataset: Sendable {
+    public static let block = "net.example.lookup.block"
+    public static let identity = "net.example.lookup.identity"
 
-    let records: [IdentityRecord]
-    let useCases: [ServiceConfig.UseCase]
+    public let records: [IdentityRecord]
+    public let useCases: [ServiceConfig.UseCase]
 
     /// `count` numbers (every 5th blocked, two thirds named) processed under `directory`.
-    static func make(in directory: String, count: Int = 300, seed: Int = 0, identityShards: Int = 2, versionCount: Int = 2) throws -> DemoDataset {
+    public static func make(in directory: String, count: Int = 300, seed: Int = 0, identityShards: Int = 2, versionCount: Int = 2) throws -> DemoDataset {
         var records: [IdentityRecord] = []
         for i in 0..<count {
             let number = "+1" + String(format: "%03d", 200 + (i * 7919 + seed * 31) % 800) + String(format: "%07d", 2_000_000 + i * 37 + seed)
@@ -34,5 +34,5 @@ struct DemoDataset {
     }
 
     /// A number of the same shape that is not in the dataset.
-    static let absentNumber = "+15550000001"
+    public static let absentNumber = "+15550000001"
 }

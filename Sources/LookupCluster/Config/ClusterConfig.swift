@@ -1,4 +1,5 @@
 import Foundation
+import LookupService
 import Yams
 import ZeroMQ
 
@@ -49,14 +50,28 @@ public struct ClusterConfig: Codable, Sendable {
         return config
     }
 
-    /// The coordinator's options.
-    public func coordinatorOptions() throws -> ClusterCoordinator.Options {
+    /// The admitted workers: CURVE public key → worker id (checked: well-formed keys, unique ids and keys).
+    public func allowList() throws -> [String: String] {
+        var map: [String: String] = [:]
+        for worker in workers ?? [] {
+            guard CurveKeyPair.isZ85Key(worker.publicKey) else { throw ConfigError("worker \(worker.id): publicKey is not a Z85 CURVE key") }
+            guard ClusterLimits.isValidWorkerID(worker.id) else { throw ConfigError("worker id '\(worker.id)' is empty, too long or has spaces") }
+            guard map[worker.publicKey] == nil else { throw ConfigError("worker \(worker.id): its key is listed twice") }
+            map[worker.publicKey] = worker.id
+        }
+        guard Set(map.values).count == map.count else { throw ConfigError("a worker id is listed twice") }
+        return map
+    }
+
+    /// The coordinator's options; `path` is re-read for the allow-list on every reload (SIGHUP).
+    public func coordinatorOptions(path: String? = nil) throws -> ClusterCoordinator.Options {
         var options = ClusterCoordinator.Options(bind: bind)
         options.replication = replication ?? 2
         options.heartbeatTimeout = .milliseconds(Int((heartbeatTimeoutSeconds ?? 3) * 1000))
         options.requestTimeout = .milliseconds(Int((requestTimeoutSeconds ?? 10) * 1000))
         if let keyFile {
-            options.curve = (try CurveKeyFile.read(keyFile), (workers ?? []).map(\.publicKey))
+            options.curve = (try CurveKeyFile.read(keyFile), try allowList())
+            if let path { options.allowList = { try ClusterConfig.load(path: path).allowList() } }
         }
         return options
     }

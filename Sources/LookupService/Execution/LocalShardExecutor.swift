@@ -25,12 +25,13 @@ public final class LocalShardExecutor: ShardExecutor {
     private let threads: Int?
     private let metrics: ServiceMetrics?
 
-    /// An executor; `threads` per query (default every core), `concurrentQueries` computed at once.
-    public init(keyStore: any EvaluationKeyStore, cache: EvaluationKeyCache, threads: Int? = nil, concurrentQueries: Int = 2,
+    /// An executor; `threads` per query (default every core), computed on `pool` (the process's one compute
+    /// pool, so the configured number of concurrent queries holds for the whole process).
+    public init(keyStore: any EvaluationKeyStore, cache: EvaluationKeyCache, pool: ComputePool, threads: Int? = nil,
                 metrics: ServiceMetrics? = nil) {
         self.keyStore = keyStore
         self.cache = cache
-        self.pool = ComputePool(width: concurrentQueries)
+        self.pool = pool
         self.threads = threads
         self.metrics = metrics
     }
@@ -54,6 +55,11 @@ public final class LocalShardExecutor: ShardExecutor {
             entry.servers[index] = server
             all[id] = entry
         }
+    }
+
+    /// Whether a shard of a version is held here.
+    public func holds(useCase: String, configID: [UInt8], index: Int) -> Bool {
+        installed.withLock { $0[VersionID(name: useCase, configID: configID)]?.servers[index] != nil }
     }
 
     /// Stops serving one shard.

@@ -19,6 +19,8 @@ public actor LookupServer {
     public nonisolated let executor: any ShardExecutor
     /// Metrics.
     public nonisolated let metrics: ServiceMetrics
+    /// The process's one compute pool (key parsing and PIR work); executors in this process share it.
+    public nonisolated let pool: ComputePool
     /// The endpoints.
     public nonisolated let api: LookupAPI
     /// The user token → tier map of the current config (read by the token issuer).
@@ -33,15 +35,22 @@ public actor LookupServer {
     /// over the key store (a cluster coordinator); nil runs queries in-process.
     public init(configPath: String, makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)? = nil,
                 logger: Logger) async throws {
+        try await self.init(configPath: configPath, pool: nil, metrics: nil, makeExecutor: makeExecutor, logger: logger)
+    }
+
+    /// As above, with the compute pool and metrics given (an embedded cluster's workers share the HTTP layer's
+    /// pool; a coordinator records into the same metrics).
+    public init(configPath: String, pool: ComputePool?, metrics: ServiceMetrics?,
+                makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)?, logger: Logger) async throws {
         let config = try ServiceConfig.load(path: configPath)
         let keys = config.keys ?? .init()
         let store = try SQLiteEvaluationKeyStore(path: keys.database ?? "keys.sqlite",
                                                  maxAge: TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600))
-        let metrics = ServiceMetrics()
+        let metrics = metrics ?? ServiceMetrics()
         let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
-        let pool = ComputePool(width: config.concurrentQueries ?? 2)
-        let executor = try makeExecutor?(store) ?? LocalShardExecutor(keyStore: store, cache: cache, threads: config.computeThreads,
-                                                                      concurrentQueries: config.concurrentQueries ?? 2, metrics: metrics)
+        let pool = pool ?? ComputePool(width: config.concurrentQueries ?? 2)
+        let executor = try makeExecutor?(store) ?? LocalShardExecutor(keyStore: store, cache: cache, pool: pool,
+                                                                      threads: config.computeThreads, metrics: metrics)
         var limits = LookupAPI.Limits()
         limits.maxKeyBytes = keys.maxKeyBytes ?? limits.maxKeyBytes
         let registry = UseCaseRegistry()
@@ -50,6 +59,7 @@ public actor LookupServer {
         self.keyStore = store
         self.executor = executor
         self.metrics = metrics
+        self.pool = pool
         self.api = LookupAPI(registry: registry, keyStore: store, keyCache: cache, executor: executor, pool: pool,
                              limits: limits, metrics: metrics, logger: logger)
         self.tiers = Mutex(config.tierByToken)
@@ -76,7 +86,8 @@ public actor LookupServer {
     /// Returns the names of use cases that failed.
     @discardableResult
     public func reload() async throws -> [String] {
-        try await apply(try ServiceConfig.load(path: configPath), failFast: false)
+        await executor.configurationReloaded()
+        return try await apply(try ServiceConfig.load(path: configPath), failFast: false)
     }
 
     private func apply(_ config: ServiceConfig, failFast: Bool) async throws -> [String] {

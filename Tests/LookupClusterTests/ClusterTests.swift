@@ -1,9 +1,11 @@
 import Cluster
 import Foundation
 import LookupClient
+import LookupCluster
 import LookupProtocol
 import LookupService
 import PIR
+import ServiceTestSupport
 import Synchronization
 import Testing
 import ZeroMQ
@@ -27,11 +29,11 @@ struct ClusterTests {
 
         func stop() async {
             await server.stop()
-            coordinator.stop()
+            coordinator.shutdown()
         }
     }
 
-    static func start(replication: Int = 2, curve: (CurveKeyPair, [String])? = nil, count: Int = 150,
+    static func start(replication: Int = 2, curve: (CurveKeyPair, [String: String])? = nil, count: Int = 150,
                       chunkBytes: Int = 1 << 20) async throws -> Cluster {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: count)
@@ -123,7 +125,7 @@ struct ClusterTests {
         let server = try CurveKeyPair.generate()
         let good = try CurveKeyPair.generate()
         let bad = try CurveKeyPair.generate()
-        let cluster = try await Self.start(replication: 1, curve: (server, [good.publicKey]), count: 40)
+        let cluster = try await Self.start(replication: 1, curve: (server, [good.publicKey: "trusted"]), count: 40)
         let intruder = try cluster.worker("intruder", keys: bad, serverKey: server.publicKey)
         let trusted = try cluster.worker("trusted", keys: good, serverKey: server.publicKey)
         #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
@@ -233,9 +235,3 @@ struct ClusterTests {
     }
 }
 
-/// A counter shared by concurrent test tasks.
-final class Tally: Sendable {
-    private let value = Mutex(0)
-    func add() { value.withLock { $0 += 1 } }
-    var count: Int { value.withLock { $0 } }
-}

@@ -45,6 +45,11 @@ public protocol ShardExecutor: Sendable {
     func keyUploaded(_ key: StoredEvaluationKey) async
     /// A JSON object describing the executor for `/healthz` (a cluster lists its workers), or nil.
     var healthJSON: String? { get }
+    /// The service config was re-read (SIGHUP): re-read whatever the executor configures itself from (a
+    /// coordinator re-reads its worker allow-list).
+    func configurationReloaded() async
+    /// Stops executing: queries in flight fail, sockets close. Idempotent.
+    func stop() async
 }
 
 extension ShardExecutor {
@@ -52,4 +57,8 @@ extension ShardExecutor {
     public func keyUploaded(_ key: StoredEvaluationKey) async {}
     /// Nothing to add by default.
     public var healthJSON: String? { nil }
+    /// Nothing to re-read by default.
+    public func configurationReloaded() async {}
+    /// Nothing to stop by default.
+    public func stop() async {}
 }

@@ -40,6 +40,16 @@ public final class ServiceMetrics: Sendable {
         CoreMetrics.Counter(label: "callveil_rejected_requests_total", dimensions: [("reason", reason)], factory: factory).increment()
     }
 
+    /// Adds one to a counter of another component of this process (the cluster's messages, transfers).
+    public func increment(_ label: String, dimensions: [(String, String)] = []) {
+        CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory).increment()
+    }
+
+    /// Sets a gauge of another component of this process.
+    public func set(_ label: String, _ value: Int, dimensions: [(String, String)] = []) {
+        CoreMetrics.Gauge(label: label, dimensions: dimensions, factory: factory).record(value)
+    }
+
     /// Sets the number of stored (unexpired) evaluation keys.
     public func setKeysStored(_ count: Int) {
         keysStored.record(count)

@@ -1,4 +1,5 @@
 import Foundation
+import LookupService
 import Synchronization
 
 /// A worker's view of the evaluation-key store: reads ask the coordinator (fetch on miss); the worker keeps

@@ -4,24 +4,25 @@ import Logging
 import LookupClient
 import LookupService
 import ServiceLifecycle
+import Synchronization
 
 /// A service running on a loopback port for the length of a test, stopped gracefully.
-struct TestServer {
-    let server: LookupServer
-    let url: String
-    let group: ServiceGroup
-    let task: Task<Void, any Error>
+public struct TestServer: Sendable {
+    public let server: LookupServer
+    public let url: String
+    public let group: ServiceGroup
+    public let task: Task<Void, any Error>
     /// Fetches real Privacy Pass tokens (user token `AAAA`, tier1) when the server requires them.
-    let tokens: PrivacyPassAuthorization?
+    public let tokens: PrivacyPassAuthorization?
 
-    static var logger: Logger {
+    public static var logger: Logger {
         var logger = Logger(label: "callveil-test")
         logger.logLevel = .critical
         return logger
     }
 
     /// Starts a service from a config file on an ephemeral port.
-    static func start(configPath: String, makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)? = nil) async throws -> TestServer {
+    public static func start(configPath: String, makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)? = nil) async throws -> TestServer {
         let server = try await LookupServer(configPath: configPath, makeExecutor: makeExecutor, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.makeApplication(host: "127.0.0.1", port: 0) { port in continuation.yield(port) }
@@ -35,23 +36,23 @@ struct TestServer {
     }
 
     /// Stops the server and waits for it.
-    func stop() async {
+    public func stop() async {
         await group.triggerGracefulShutdown()
         _ = try? await task.value
     }
 
     /// An HTTP client for this server.
-    var http: LookupHTTPClient { LookupHTTPClient(baseURL: url) }
+    public var http: LookupHTTPClient { LookupHTTPClient(baseURL: url) }
 
     /// Raw POST with explicit headers, plus a fresh token when the server requires one and `token` is true.
-    func post(_ path: String, body: [UInt8], headers: [(String, String)], token: Bool = true) async throws -> (status: Int, body: [UInt8]) {
+    public func post(_ path: String, body: [UInt8], headers: [(String, String)], token: Bool = true) async throws -> (status: Int, body: [UInt8]) {
         var headers = headers
         if token, let tokens, let value = try await tokens.authorization() { headers.append(("Authorization", value)) }
         return try await http.send(path: path, headers: headers, body: body)
     }
 
     /// A device-like client of this server with its own tokens.
-    func device(userIdentifier: String = UUID().uuidString) -> LookupDevice {
+    public func device(userIdentifier: String = UUID().uuidString) -> LookupDevice {
         let auth: any AuthorizationProvider = server.issuerKeys == nil ? NoAuthorization()
             : PrivacyPassAuthorization(issuer: http, userToken: "AAAA")
         return LookupDevice(http: http, userIdentifier: userIdentifier, authorization: auth)
@@ -59,14 +60,14 @@ struct TestServer {
 }
 
 /// A fresh temporary directory.
-func temporaryDirectory() throws -> String {
+public func temporaryDirectory() throws -> String {
     let path = NSTemporaryDirectory() + "callveil-test-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }
 
 /// Writes a service config with the given use cases (absolute file stems) into `directory`; returns its path.
-func writeServiceConfig(in directory: String, usecases: [ServiceConfig.UseCase], keyMaxAge: Int? = nil,
+public func writeServiceConfig(in directory: String, usecases: [ServiceConfig.UseCase], keyMaxAge: Int? = nil,
                         privacyPass: Bool = true) throws -> String {
     let config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"]), .init(tier: "tier2", tokens: ["BBBB"])],
                                usecases: usecases, keys: .init(database: "\(directory)/keys.sqlite", maxAgeSeconds: keyMaxAge),
@@ -76,4 +77,15 @@ func writeServiceConfig(in directory: String, usecases: [ServiceConfig.UseCase],
     let path = "\(directory)/service-config.json"
     try encoder.encode(config).write(to: URL(fileURLWithPath: path))
     return path
+}
+
+/// A counter shared by concurrent test tasks.
+public final class Tally: Sendable {
+    private let value = Mutex(0)
+    /// A counter at zero.
+    public init() {}
+    /// Adds one.
+    public func add() { value.withLock { $0 += 1 } }
+    /// The count.
+    public var count: Int { value.withLock { $0 } }
 }

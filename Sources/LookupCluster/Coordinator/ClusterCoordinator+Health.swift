@@ -1,0 +1,71 @@
+import Cluster
+import Foundation
+
+extension ClusterCoordinator {
+    /// Live workers and the shards each reported loaded (any content).
+    public var workers: [String: Set<ShardKey>] {
+        state.withLock { $0.workers.mapValues { Set($0.actual.keys) } }
+    }
+
+    /// The desired state as it stands.
+    public var desiredState: DesiredState { state.withLock { $0.desired } }
+
+    /// Each live worker's loaded shards with their content hashes.
+    public var actualState: [String: [ShardKey: [UInt8]]] { state.withLock { $0.workers.mapValues(\.actual) } }
+
+    /// Whether the actual state equals the desired one: every placed shard loaded with the desired content on each
+    /// of its holders, and no worker holding or fetching anything else.
+    public var isConverged: Bool {
+        state.withLock { s in
+            if s.planDirty { return false }
+            for (name, record) in s.workers {
+                let wanted = Dictionary(uniqueKeysWithValues: s.desired.shards(on: name).map { ($0.key, $0.sha256) })
+                if record.actual != wanted || !record.transfers.isEmpty { return false }
+            }
+            return s.desired.shards.keys.allSatisfy { !(s.desired.placement[$0] ?? []).isEmpty } || s.workers.isEmpty
+        }
+    }
+
+    /// Waits until the cluster has converged (or the timeout passes); returns whether it did.
+    public func waitUntilConverged(timeout: Duration = .seconds(60)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if isConverged { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// Waits until every desired shard is loaded, with its desired content, on `copies` workers (or the timeout
+    /// passes); returns whether it happened.
+    public func waitUntilPlaced(copies: Int, timeout: Duration = .seconds(60)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let placed = state.withLock { s in
+                s.desired.shards.allSatisfy { key, spec in s.workers.values.filter { $0.actual[key] == spec.sha256 }.count >= copies }
+            }
+            if placed { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// Waits until `workerCount` workers are connected and the cluster has converged; returns whether that
+    /// happened before the timeout.
+    public func waitUntilBalanced(workerCount: Int, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if workers.count == workerCount, isConverged { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    /// `{"workers":{"<id>":<shards loaded>,…},"converged":…,"desiredGeneration":…}` for `/healthz`.
+    public var healthJSON: String? {
+        let current = workers.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value.count)" }
+        let desired = desiredState
+        return "{\"workers\":{\(current.joined(separator: ","))},\"converged\":\(isConverged),"
+            + "\"desiredShards\":\(desired.shards.count),\"desiredGeneration\":\(desired.generation)}"
+    }
+}

@@ -1,0 +1,112 @@
+import Cluster
+import LookupProtocol
+import LookupService
+
+extension ClusterCoordinator {
+    /// A heartbeat: validates it, records the worker's actual state (a new incarnation means it restarted: its
+    /// queries in flight are failed over at once), and reconciles it against the desired state.
+    func hello(from name: String, route: [UInt8], _ hello: Callveil_Cluster_V1_Hello) {
+        guard hello.loaded.count <= ClusterLimits.maxReportedShards, hello.transfers.count <= ClusterLimits.maxReportedShards else {
+            return reject("too many shards reported", worker: name)
+        }
+        var actual: [ShardKey: [UInt8]] = [:]
+        for ref in hello.loaded {
+            guard let (key, sha) = ClusterLimits.validate(ref, needsHash: true) else { return reject("shard reference", worker: name) }
+            actual[key] = sha
+        }
+        var transfers: [ShardKey: (sha256: [UInt8], offset: UInt64)] = [:]
+        for transfer in hello.transfers {
+            guard let (key, sha) = ClusterLimits.validate(transfer.shard, needsHash: true),
+                  transfer.totalBytes <= ClusterLimits.maxShardBytes, transfer.offset <= transfer.totalBytes else {
+                return reject("transfer progress", worker: name)
+            }
+            transfers[key] = (sha, transfer.offset)
+        }
+        let credit = min(max(Int(hello.credit), ClusterLimits.creditRange.lowerBound), ClusterLimits.creditRange.upperBound)
+        let (event, orphans) = state.withLock { s -> (String?, [Pending]) in
+            let now = ContinuousClock.now
+            var event: String?
+            var orphans: [Pending] = []
+            var record: WorkerRecord
+            if let existing = s.workers[name] {
+                record = existing
+                if existing.incarnation != hello.incarnation {
+                    // Restarted (perhaps within the heartbeat timeout): whatever it had in flight is lost.
+                    event = "worker restarted"
+                    orphans = s.pending.filter { $0.value.worker == name }.map(\.key).compactMap { s.pending.removeValue(forKey: $0) }
+                    record.inFlight = 0
+                    record.assignsSent = [:]
+                    record.dropsSent = [:]
+                    s.planDirty = true
+                }
+                if existing.route != route { s.routes.removeValue(forKey: existing.route) }
+            } else {
+                event = "worker joined"
+                record = WorkerRecord(route: route, incarnation: hello.incarnation, lastSeen: now, credit: credit)
+                s.planDirty = true
+            }
+            record.route = route
+            record.incarnation = hello.incarnation
+            record.lastSeen = now
+            record.credit = credit
+            record.actual = actual
+            record.transfers = transfers
+            s.workers[name] = record
+            s.routes[route] = name
+            return (event, orphans)
+        }
+        for p in orphans { p.continuation.resume(throwing: WorkerLost(worker: name)) }
+        if let event {
+            logger.info("\(event)", metadata: ["worker": .string(name), "threads": "\(hello.threads)", "shards": "\(actual.count)"])
+            options.metrics?.set("callveil_cluster_workers", state.withLock { $0.workers.count })
+        }
+        if state.withLock({ $0.planDirty }) { reconcileAll() } else { reconcile(name) }
+    }
+
+    /// Removes workers not heard from within the heartbeat timeout.
+    func expireWorkers() {
+        let limit = options.heartbeatTimeout
+        let now = ContinuousClock.now
+        let dead = state.withLock { s in s.workers.filter { now - $0.value.lastSeen > limit }.map(\.key) }
+        for worker in dead { removeWorker(worker, reason: "no heartbeat for \(limit)") }
+    }
+
+    /// Forgets a worker (lost, drained or revoked): fails its queries in flight over to other replicas and
+    /// re-places its shards.
+    func removeWorker(_ worker: String, reason: String) {
+        let orphans: [Pending]? = state.withLock { s in
+            guard let record = s.workers.removeValue(forKey: worker) else { return nil }
+            s.routes.removeValue(forKey: record.route)
+            s.planDirty = true
+            let ids = s.pending.filter { $0.value.worker == worker }.map(\.key)
+            return ids.compactMap { s.pending.removeValue(forKey: $0) }
+        }
+        guard let orphans else { return }
+        logger.warning("worker lost", metadata: ["worker": .string(worker), "reason": .string(reason)])
+        options.metrics?.set("callveil_cluster_workers", state.withLock { $0.workers.count })
+        for p in orphans { p.continuation.resume(throwing: WorkerLost(worker: worker)) }
+        reconcileAll()
+    }
+
+    /// Re-reads the allow-list (SIGHUP): newly listed workers are admitted at their next handshake; workers no
+    /// longer listed are refused from their next message on, forgotten now, and their shards re-placed.
+    public func configurationReloaded() async {
+        guard let zap, let source = options.allowList else { return }
+        do {
+            let allowed = try source()
+            try zap.setAllowed(allowed)
+            let names = Set(allowed.values)
+            let revoked = state.withLock { s in s.workers.keys.filter { !names.contains($0) } }
+            for worker in revoked { removeWorker(worker, reason: "revoked") }
+            logger.info("worker allow-list reloaded", metadata: ["workers": "\(names.count)", "revoked": "\(revoked.count)"])
+        } catch {
+            logger.error("worker allow-list not reloaded; keeping the previous one", metadata: ["error": .string("\(error)")])
+        }
+    }
+}
+
+/// A query's worker was lost or restarted before answering: retried on another replica.
+struct WorkerLost: Error, CustomStringConvertible {
+    let worker: String
+    var description: String { "worker \(worker) was lost" }
+}

@@ -1,0 +1,198 @@
+import Cluster
+import Foundation
+import Logging
+import LookupProtocol
+import LookupService
+import Synchronization
+import ZeroMQ
+
+/// The coordinator's shard executor (`callveil coordinator`, and `callveil serve` with embedded workers): a
+/// ROUTER socket (CURVE server with a ZAP allow-list across hosts) to which workers connect.
+///
+/// It is level-triggered: it keeps a *desired state* (every shard with the SHA-256 of its content, and the
+/// workers that must hold it) and, on every worker heartbeat, compares it with the *actual state* the heartbeat
+/// reports, re-sending with back-off whatever is missing (assigns, drops). Every message is idempotent and none
+/// has to arrive: a lost assign, chunk or drop is simply sent again. Queries go to a replica that reports the
+/// desired content, or, while new content is still loading, to one holding the previous content.
+public final class ClusterCoordinator: ShardExecutor {
+    /// Coordinator settings.
+    public struct Options: Sendable {
+        /// Endpoint to bind (`tcp://0.0.0.0:5555`, `inproc://callveil`).
+        public var bind: String
+        /// Copies of each shard (capped by the number of workers).
+        public var replication = 2
+        /// Time for one worker to answer a query before it is retried elsewhere.
+        public var requestTimeout: Duration = .seconds(10)
+        /// A worker not heard from for this long is dead.
+        public var heartbeatTimeout: Duration = .seconds(3)
+        /// Replicas tried per query.
+        public var maxAttempts = 3
+        /// Uncompressed bytes per transfer chunk.
+        public var transferChunkBytes = 1 << 20
+        /// The coordinator's CURVE key pair and the workers it admits (public key → worker id); required across hosts.
+        public var curve: (keys: CurveKeyPair, allowedWorkers: [String: String])?
+        /// Re-reads the allow-list (public key → worker id) when the service config is reloaded (SIGHUP).
+        public var allowList: (@Sendable () throws -> [String: String])?
+        /// First re-send delay of an unanswered assign or drop; doubles per attempt up to `resendMax`.
+        public var resendBase: Duration = .seconds(1)
+        /// Longest re-send delay.
+        public var resendMax: Duration = .seconds(8)
+        /// Where the desired state is kept.
+        public var desiredStore: any DesiredStateStore = InMemoryDesiredStateStore()
+        /// Drops a fraction of control messages (tests and drills).
+        public var faults: LinkFaults?
+        /// Where cluster counters are recorded.
+        public var metrics: ServiceMetrics?
+
+        /// Settings binding `bind`.
+        public init(bind: String) { self.bind = bind }
+    }
+
+    struct Pending {
+        let continuation: CheckedContinuation<ProtoPIRResponse, any Error>
+        let worker: String
+    }
+
+    struct State {
+        var workers: [String: WorkerRecord] = [:]
+        var routes: [[UInt8]: String] = [:]
+        var desired = DesiredState()
+        /// Content of each desired shard, for transfers.
+        var sources: [ShardKey: TransferSource] = [:]
+        var pending: [UInt64: Pending] = [:]
+        /// Membership or shards changed: placement is recomputed on the next pass.
+        var planDirty = false
+        var stopped = false
+    }
+
+    let state = Mutex(State())
+    let options: Options
+    let keyStore: any EvaluationKeyStore
+    let logger: Logger
+    let loop = Mutex<SocketLoop?>(nil)
+    let zap: ZAPAuthenticator?
+    private let monitor = Mutex<Task<Void, Never>?>(nil)
+    /// The bound endpoint (a `tcp://…:0` bind resolved to its port).
+    public let endpoint: String
+    /// Whether libzmq enforces the ZAP domain (handshakes fail when the authenticator is down); the coordinator
+    /// refuses unauthenticated messages either way.
+    public let zapEnforced: Bool
+
+    /// Starts the coordinator socket in `context`.
+    public init(context: ZMQContext, options: Options, keyStore: any EvaluationKeyStore, logger: Logger) throws {
+        self.options = options
+        self.keyStore = keyStore
+        self.logger = logger
+        zap = try options.curve.map { try ZAPAuthenticator(context: context, allowed: $0.allowedWorkers) }
+        let box = WeakBox()
+        let enforced = Mutex(false)
+        let socketLoop = try SocketLoop(context: context, kind: .router, name: "callveil-coordinator", setup: { socket in
+            try socket.set(33, 1)  // ZMQ_ROUTER_MANDATORY: unroutable sends fail instead of vanishing
+            try socket.setMaxMessageSize(ClusterLimits.maxFrameBytes)
+            if let curve = options.curve {
+                let on = try curve.keys.configureServer(socket, zapDomain: "callveil")
+                enforced.withLock { $0 = on }
+            }
+            try socket.bind(options.bind)
+            return socket.lastEndpoint
+        }, onMessage: { frames, userID in box.value?.receive(frames, userID: userID) })
+        endpoint = socketLoop.endpoint
+        zapEnforced = enforced.withLock { $0 }
+        loop.withLock { $0 = socketLoop }
+        box.value = self
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                self?.tick()
+            }
+        }
+        monitor.withLock { $0 = task }
+        Task { [options, weak self] in
+            if let stored = try? await options.desiredStore.load() { self?.adopt(stored) }
+        }
+    }
+
+    /// Stops routing and closes the socket; queries in flight fail.
+    public func stop() async { shutdown() }
+
+    /// `stop()` for synchronous callers.
+    public func shutdown() {
+        monitor.withLock { $0?.cancel() }
+        let pending = state.withLock { s in
+            s.stopped = true
+            defer { s.pending.removeAll() }
+            return Array(s.pending.values)
+        }
+        for p in pending { p.continuation.resume(throwing: LookupError(.serviceUnavailable, "coordinator stopping")) }
+        loop.withLock { $0?.stop() }
+    }
+
+
+    /// Connections the CURVE allow-list refused.
+    public var refusedConnections: Int { zap?.refusedCount ?? 0 }
+
+    /// One pass of the control loop: dead workers out, placement recomputed if needed, every worker reconciled.
+    func tick() {
+        expireWorkers()
+        reconcileAll()
+    }
+
+    func send(to worker: String, _ message: ClusterMessage) {
+        guard let route = state.withLock({ $0.workers[worker]?.route }) else { return }
+        send(route: route, message)
+    }
+
+    func send(route: [UInt8], _ message: ClusterMessage) {
+        if options.faults?.drops(message) == true { return }
+        loop.withLock { $0 }?.send([route, ClusterCodec.encode(message)])
+    }
+
+    func count(_ label: String, _ dimensions: [(String, String)] = []) {
+        options.metrics?.increment(label, dimensions: dimensions)
+    }
+
+    /// Logs and counts a message from a worker that was refused.
+    func reject(_ why: String, worker: String? = nil) {
+        count("callveil_cluster_messages_rejected_total", [("reason", why)])
+        logger.warning("refused a message from a worker", metadata: ["reason": .string(why), "worker": .string(worker ?? "?")])
+    }
+
+    // MARK: Messages from workers
+
+    func receive(_ frames: [[UInt8]], userID: String?) {
+        guard frames.count == 2 else { return reject("frame count") }
+        let route = frames[0]
+        let message: ClusterMessage
+        do { message = try ClusterCodec.decode(frames[1]) } catch { return reject("malformed") }
+        if options.faults?.drops(message) == true { return }
+        // Who sent it: with CURVE, the worker id its key is listed under (set by the ZAP handler, so a worker
+        // cannot claim another's); without (inproc, loopback tests), the id it introduced itself with.
+        let name: String
+        if let zap {
+            guard let userID, zap.allowedUserIDs.contains(userID) else { return reject("unauthenticated or revoked") }
+            name = userID
+        } else if case .hello(let hello)? = message.body {
+            guard ClusterLimits.isValidWorkerID(hello.workerID) else { return reject("worker id") }
+            name = hello.workerID
+        } else {
+            guard let known = state.withLock({ $0.routes[route] }) else { return reject("unknown connection") }
+            name = known
+        }
+        if case .hello(let hello)? = message.body { return self.hello(from: name, route: route, hello) }
+        // Everything else must come over the worker's current connection.
+        guard state.withLock({ $0.workers[name]?.route == route }) else { return reject("stale connection", worker: name) }
+        switch message.body {
+        case .reply(let reply)?: self.reply(from: name, id: message.requestID, reply)
+        case .keyRequest(let request)?: keyRequest(from: name, id: message.requestID, request)
+        case .transferRequest(let request)?: transferRequest(from: name, request)
+        case .loaded(let loaded)?: shardReport(from: name, loaded)
+        case .goodbye?: removeWorker(name, reason: "drained")
+        default: reject("unexpected message", worker: name)
+        }
+    }
+}
+
+/// A weak reference the socket loop's callback holds (the loop is created before `self` exists).
+final class WeakBox: @unchecked Sendable {
+    weak var value: ClusterCoordinator?
+}

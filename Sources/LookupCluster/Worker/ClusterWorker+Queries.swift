@@ -1,0 +1,39 @@
+import BFV
+import Cluster
+import Foundation
+import LookupProtocol
+import LookupService
+
+extension ClusterWorker {
+    /// Answers one query from the content held now; errors travel as cluster error codes.
+    func answer(_ request: Callveil_Cluster_V1_QueryRequest, id: UInt64) async {
+        var reply = Callveil_Cluster_V1_QueryReply()
+        if let (key, _) = ClusterLimits.validate(request.shard, needsHash: false),
+           let sha = state.withLock({ $0.loaded[key] }),
+           executor.holds(useCase: key.useCase, configID: key.configID, index: key.shard) {
+            let source: EvaluationKeySource = request.hasInlineKey ? .inline(request.inlineKey)
+                : .stored(user: request.user, identifier: [UInt8](request.keyIdentifier), timestamp: request.keyTimestamp)
+            do {
+                reply.response = try await executor.execute(ShardQuery(useCase: key.useCase, configID: key.configID, shardIndex: key.shard,
+                                                                        query: request.query, key: source))
+                reply.sha256 = Data(sha)
+            } catch {
+                (reply.errorCode, reply.errorMessage) = ClusterErrorCode.from(error)
+            }
+        } else {
+            reply.errorCode = .shardNotHeld
+            reply.errorMessage = "shard not held by this worker"
+        }
+        send(.with {
+            $0.requestID = id
+            $0.reply = reply
+        })
+    }
+
+    /// Parses and caches a pushed key for the use cases this worker serves.
+    func cachePushedKey(_ push: Callveil_Cluster_V1_KeyPush) async {
+        guard let context = state.withLock({ $0.contexts[[UInt8](push.identifier)] }) else { return }
+        try? await executor.cacheKey(user: push.user, identifier: [UInt8](push.identifier), timestamp: push.timestamp,
+                                     serialized: [UInt8](push.key), context: context)
+    }
+}

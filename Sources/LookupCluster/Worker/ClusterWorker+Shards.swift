@@ -1,0 +1,213 @@
+import BFV
+import Cluster
+import Foundation
+import LookupProtocol
+import PIR
+
+extension ClusterWorker {
+    /// Hold this content (idempotent): already loaded or loading, nothing to do; a transfer of it open, ask for
+    /// the next chunk again (the last request or chunk may have been lost); on disk and verified, load it;
+    /// otherwise start (or resume from a partial file) a transfer. A transfer of other content for the same
+    /// shard is abandoned.
+    func assign(_ assign: Callveil_Cluster_V1_AssignShard) async {
+        var ref = assign.shard
+        if ref.sha256.isEmpty { ref.sha256 = assign.sha256 }
+        guard let (key, sha) = ClusterLimits.validate(ref, needsHash: true), assign.totalBytes <= ClusterLimits.maxShardBytes,
+              assign.shardCount >= 1, assign.shardCount <= ClusterLimits.maxShardIndex, key.shard < assign.shardCount else {
+            logger.warning("refused an assign with out-of-range fields")
+            return
+        }
+        enum Step { case nothing, resend(Int), open }
+        let step: Step = state.withLock { s in
+            if s.loaded[key] == sha || s.loading[key] == sha { return .nothing }
+            if let transfer = s.transfers[key] {
+                if transfer.sha256 == sha {
+                    transfer.lastActivity = .now
+                    return .resend(transfer.sink.offset)
+                }
+                s.transfers.removeValue(forKey: key)
+            }
+            s.loading[key] = sha  // reserved while the file is checked, so a repeated assign does nothing
+            return .open
+        }
+        switch step {
+        case .nothing: return
+        case .resend(let offset): return requestTransfer(key, sha: sha, offset: offset)
+        case .open: break
+        }
+        let path = files.path(key, sha256: sha)
+        // Already on disk from an earlier run: verify and load without a transfer.
+        if let bytes = FileManager.default.contents(atPath: path), CompactShard.sha256([UInt8](bytes)) == sha {
+            await load(key, sha: sha, assign: assign, bytes: [UInt8](bytes))
+            return
+        }
+        do {
+            let sink = try TransferSink(path: path, totalBytes: Int(assign.totalBytes), sha256: sha)
+            let offset = state.withLock { s -> Int? in
+                guard s.loading[key] == sha else { return nil }  // dropped meanwhile
+                s.loading.removeValue(forKey: key)
+                s.transfers[key] = Transfer(assign: assign, sha256: sha, sink: sink)
+                s.transfersStarted += 1
+                if sink.offset > 0 { s.resumed[key] = sink.offset }
+                return sink.offset
+            }
+            guard let offset else { return }
+            if offset > 0 { logger.info("resuming shard transfer", metadata: ["shard": "\(key)", "offset": "\(offset)"]) }
+            requestTransfer(key, sha: sha, offset: offset)
+        } catch {
+            _ = state.withLock { $0.loading.removeValue(forKey: key) }
+            report(key, sha: sha, ok: false, error: "\(error)")
+        }
+    }
+
+    func requestTransfer(_ key: ShardKey, sha: [UInt8], offset: Int) {
+        var ref = key.ref
+        ref.sha256 = Data(sha)
+        send(.with {
+            $0.transferRequest = .with {
+                $0.shard = ref
+                $0.offset = UInt64(offset)
+            }
+        })
+    }
+
+    /// Asks again for the next chunk of every transfer that has heard nothing for `transferStall`.
+    func resumeStalledTransfers() {
+        let stall = options.transferStall
+        let stalled = state.withLock { s -> [(ShardKey, [UInt8], Int)] in
+            let now = ContinuousClock.now
+            return s.transfers.compactMap { key, transfer in
+                guard now - transfer.lastActivity > stall else { return nil }
+                transfer.lastActivity = now
+                return (key, transfer.sha256, transfer.sink.offset)
+            }
+        }
+        for (key, sha, offset) in stalled { requestTransfer(key, sha: sha, offset: offset) }
+    }
+
+    /// One chunk: verified and appended; a duplicate (an answer to a repeated request) is ignored; a corrupt one
+    /// is asked for again (five in a row fail the transfer, reported). At the end the whole shard's SHA-256 is
+    /// checked: a mismatch (a corrupted partial file) is reported and the shard fetched again from the start.
+    func chunk(_ chunk: Callveil_Cluster_V1_ShardChunk) async {
+        guard let (key, sha) = ClusterLimits.validate(chunk.shard, needsHash: true) else { return }
+        enum Step { case next(Int), done(Callveil_Cluster_V1_AssignShard, [UInt8]), retry(Int), restart(String), fail(String), ignore }
+        let step: Step = state.withLock { s in
+            guard let transfer = s.transfers[key], transfer.sha256 == sha, chunk.offset == UInt64(transfer.sink.offset) else {
+                return .ignore
+            }
+            transfer.lastActivity = .now
+            do {
+                if try transfer.sink.accept(chunk) {
+                    let bytes: [UInt8]
+                    do {
+                        bytes = try transfer.sink.finish()
+                    } catch {
+                        s.wholeShardFailures += 1
+                        transfer.failures += 1
+                        if transfer.failures >= 5 {
+                            s.transfers.removeValue(forKey: key)
+                            return .fail("\(error)")
+                        }
+                        return .restart("\(error)")
+                    }
+                    s.transfers.removeValue(forKey: key)
+                    s.loading[key] = sha
+                    return .done(transfer.assign, bytes)
+                }
+                transfer.failures = 0
+                return .next(transfer.sink.offset)
+            } catch {
+                transfer.failures += 1
+                if transfer.failures >= 5 {
+                    s.transfers.removeValue(forKey: key)
+                    return .fail("\(error)")
+                }
+                return .retry(transfer.sink.offset)
+            }
+        }
+        switch step {
+        case .next(let offset):
+            let total = max(Int(chunk.totalBytes), 1)
+            if offset * 10 / total != Int(chunk.offset) * 10 / total {
+                logger.info("shard transfer", metadata: ["shard": "\(key)", "received": "\(offset)/\(chunk.totalBytes)"])
+            }
+            requestTransfer(key, sha: sha, offset: offset)
+        case .retry(let offset):
+            logger.warning("rejected a shard chunk; asking again", metadata: ["shard": "\(key)", "offset": "\(offset)"])
+            requestTransfer(key, sha: sha, offset: offset)
+        case .restart(let why):
+            logger.warning("whole shard failed its checksum; fetching it again", metadata: ["shard": "\(key)"])
+            report(key, sha: sha, ok: false, error: why)
+            requestTransfer(key, sha: sha, offset: 0)
+        case .done(let assign, let bytes):
+            await load(key, sha: sha, assign: assign, bytes: bytes)
+        case .fail(let why):
+            files.removeFiles(of: key, keeping: state.withLock { $0.loaded[key] })
+            report(key, sha: sha, ok: false, error: why)
+        case .ignore: break
+        }
+    }
+
+    /// Verifies, rebuilds and installs a shard (replacing any other content of it at once), deletes the files of
+    /// other content of the shard, and reports.
+    func load(_ key: ShardKey, sha: [UInt8], assign: Callveil_Cluster_V1_AssignShard, bytes: [UInt8]) async {
+        do {
+            let parameters = try ProtoPirParameters(serializedBytes: [UInt8](assign.parameters))
+            let native = try parameters.native()
+            let context = try Context(parameters: native.encryption)
+            let database = try await Task.detached { try CompactShard.deserialize(bytes, parameters: native, context: context) }.value
+            guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded meanwhile
+            try await executor.installShard(useCase: key.useCase, configID: key.configID, index: key.shard,
+                                            shardCount: Int(assign.shardCount), database: database, context: context)
+            let current = state.withLock { s -> Bool in
+                guard s.loading[key] == sha else { return false }
+                s.loading.removeValue(forKey: key)
+                s.loaded[key] = sha
+                s.contexts[[UInt8](assign.keyConfigHash)] = context
+                return true
+            }
+            guard current else { return }
+            files.removeFiles(of: key, keeping: sha)
+            report(key, sha: sha, ok: true, error: "")
+            sendHello()
+        } catch {
+            _ = state.withLock { $0.loading.removeValue(forKey: key) }
+            files.removeFiles(of: key, keeping: state.withLock { $0.loaded[key] })
+            report(key, sha: sha, ok: false, error: "\(error)")
+        }
+    }
+
+    /// Stop holding (or fetching) a shard's content; an empty hash means any content. Its files are deleted.
+    func drop(_ ref: Callveil_Cluster_V1_ShardRef) {
+        guard let (key, sha) = ClusterLimits.validate(ref, needsHash: false) else { return }
+        let (droppedLoaded, keep) = state.withLock { s -> (Bool, [UInt8]?) in
+            var dropped = false
+            if let held = s.loaded[key], sha.isEmpty || held == sha {
+                s.loaded.removeValue(forKey: key)
+                dropped = true
+            }
+            if let transfer = s.transfers[key], sha.isEmpty || transfer.sha256 == sha { s.transfers.removeValue(forKey: key) }
+            if let loading = s.loading[key], sha.isEmpty || loading == sha { s.loading.removeValue(forKey: key) }
+            return (dropped, s.loaded[key] ?? s.transfers[key]?.sha256 ?? s.loading[key])
+        }
+        if droppedLoaded { executor.dropShard(useCase: key.useCase, configID: key.configID, index: key.shard) }
+        if keep == nil { files.removeFiles(of: key) } else if !sha.isEmpty {
+            try? FileManager.default.removeItem(atPath: files.path(key, sha256: sha))
+            try? FileManager.default.removeItem(atPath: files.path(key, sha256: sha) + ".partial")
+        }
+        sendHello()
+    }
+
+    func report(_ key: ShardKey, sha: [UInt8], ok: Bool, error: String) {
+        if !ok { logger.error("shard failed to load", metadata: ["shard": "\(key)", "error": .string(error)]) }
+        var ref = key.ref
+        ref.sha256 = Data(sha)
+        send(.with {
+            $0.loaded = .with {
+                $0.shard = ref
+                $0.ok = ok
+                $0.error = String(error.prefix(ClusterLimits.maxReasonCharacters))
+            }
+        })
+    }
+}

@@ -1,0 +1,213 @@
+import BFV
+import Cluster
+import Foundation
+import Logging
+import LookupProtocol
+import LookupService
+import PIR
+import Synchronization
+import ZeroMQ
+
+/// A cluster worker (`callveil worker`): connects a DEALER socket to the coordinator (CURVE-authenticated
+/// across hosts) and reports its actual state every 500 ms (shards loaded with their content hashes, transfers
+/// under way). It does what the coordinator's assigns and drops say, idempotently: an assign for content it holds
+/// is a no-op, for content on disk loads the file, otherwise starts or resumes a transfer; a transfer that stalls
+/// is asked for again. It answers shard queries with the in-process PIR core, swaps new content in atomically
+/// (the old keeps answering until then), and fetches evaluation keys from the coordinator on a cache miss.
+public final class ClusterWorker: Sendable {
+    /// Worker settings.
+    public struct Options: Sendable {
+        /// The coordinator's endpoint (`tcp://host:port` or `inproc://name`).
+        public var coordinator: String
+        /// Where transferred shards are kept.
+        public var dataDirectory: String
+        /// Worker id, unique in the cluster (across hosts, the coordinator knows a worker by its CURVE key instead).
+        public var workerID: String
+        /// PIR threads per query (default: every core).
+        public var threads: Int?
+        /// Queries accepted at once.
+        public var credit = 8
+        /// This worker's CURVE key pair and the coordinator's public key (required across hosts).
+        public var curve: (keys: CurveKeyPair, serverPublicKey: String)?
+        /// Memory for parsed keys, bytes.
+        public var keyCacheBytes = 512 << 20
+        /// Where PIR compute times are recorded (an embedded worker shares the service's metrics).
+        public var metrics: ServiceMetrics?
+        /// The compute pool (an embedded worker shares the service's; nil: one of width 2 for this worker).
+        public var pool: ComputePool?
+        /// A transfer with no chunk for this long is asked for again.
+        public var transferStall: Duration = .seconds(2)
+        /// Drops a fraction of control messages (tests and drills).
+        public var faults: LinkFaults?
+
+        /// Settings for a worker.
+        public init(coordinator: String, dataDirectory: String, workerID: String) {
+            self.coordinator = coordinator
+            self.dataDirectory = dataDirectory
+            self.workerID = workerID
+        }
+    }
+
+    struct State {
+        /// Content hash of each shard loaded and serving.
+        var loaded: [ShardKey: [UInt8]] = [:]
+        var transfers: [ShardKey: Transfer] = [:]
+        /// Content being verified and installed.
+        var loading: [ShardKey: [UInt8]] = [:]
+        var contexts: [[UInt8]: Context] = [:]  // key-config hash -> context
+        var resumed: [ShardKey: Int] = [:]
+        var transfersStarted = 0
+        var wholeShardFailures = 0
+        var stopped = false
+    }
+
+    /// An open transfer; only touched while holding the state lock.
+    final class Transfer: @unchecked Sendable {
+        let assign: Callveil_Cluster_V1_AssignShard
+        let sha256: [UInt8]
+        let sink: TransferSink
+        var failures = 0
+        var lastActivity = ContinuousClock.now
+        init(assign: Callveil_Cluster_V1_AssignShard, sha256: [UInt8], sink: TransferSink) {
+            self.assign = assign
+            self.sha256 = sha256
+            self.sink = sink
+        }
+    }
+
+    let state = Mutex(State())
+    let options: Options
+    let executor: LocalShardExecutor
+    let keys: RemoteKeyStore
+    let logger: Logger
+    let files: ShardFiles
+    /// Random per start: tells the coordinator this is a new process.
+    let incarnation = UInt64.random(in: 1...UInt64.max)
+    private let loop = Mutex<SocketLoop?>(nil)
+    private let heartbeat = Mutex<Task<Void, Never>?>(nil)
+
+    /// Starts a worker in `context` and connects it.
+    public init(context: ZMQContext, options: Options, logger: Logger) throws {
+        self.options = options
+        self.logger = logger
+        self.files = ShardFiles(directory: options.dataDirectory)
+        let keys = RemoteKeyStore { _, _, _ in }
+        self.keys = keys
+        self.executor = LocalShardExecutor(keyStore: keys, cache: EvaluationKeyCache(capacity: options.keyCacheBytes),
+                                           pool: options.pool ?? ComputePool(width: 2), threads: options.threads,
+                                           metrics: options.metrics)
+        try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        // The routing id is new for every start, so a restarted worker never collides with its old connection.
+        let routingID = "\(options.workerID)#\(String(incarnation, radix: 16))"
+        let socketLoop = try SocketLoop(context: context, kind: .dealer, name: "callveil-worker-\(options.workerID)", setup: { socket in
+            try socket.set(5, string: routingID)  // ZMQ_ROUTING_ID
+            try socket.setMaxMessageSize(ClusterLimits.maxFrameBytes)
+            if let curve = options.curve { try curve.keys.configureClient(socket, serverPublicKey: curve.serverPublicKey) }
+            try socket.connect(options.coordinator)
+            return options.coordinator
+        }, onMessage: { [weak self] frames, _ in self?.receive(frames) })
+        loop.withLock { $0 = socketLoop }
+        keys.sender = { [weak self] id, user, identifier in
+            self?.send(.with {
+                $0.requestID = id
+                $0.keyRequest = .with {
+                    $0.user = user
+                    $0.identifier = Data(identifier)
+                }
+            })
+        }
+        sendHello()
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: .milliseconds(500)) } catch { return }
+                self?.sendHello()
+                self?.resumeStalledTransfers()
+            }
+        }
+        heartbeat.withLock { $0 = task }
+    }
+
+    /// Says goodbye to the coordinator (it stops routing here) and closes the socket.
+    public func stop() {
+        guard state.withLock({ s in defer { s.stopped = true }; return !s.stopped }) else { return }
+        heartbeat.withLock { $0?.cancel() }
+        send(.with { $0.goodbye = .init() })
+        Thread.sleep(forTimeInterval: 0.05)
+        loop.withLock { $0?.stop() }
+    }
+
+    /// Stops without a goodbye, as a crashed or unplugged worker would (for failure tests and drills).
+    public func kill() {
+        guard state.withLock({ s in defer { s.stopped = true }; return !s.stopped }) else { return }
+        heartbeat.withLock { $0?.cancel() }
+        loop.withLock { $0?.stop() }
+    }
+
+    /// Transfers this worker resumed from a partial file, with the offset it resumed at.
+    public var resumedTransfers: [ShardKey: Int] { state.withLock { $0.resumed } }
+
+    /// Transfers started (fresh or resumed) since this worker started; 0 when every shard came from disk.
+    public var transfersStarted: Int { state.withLock { $0.transfersStarted } }
+
+    /// Whole-shard checksum failures detected (each reported to the coordinator and fetched again).
+    public var wholeShardFailures: Int { state.withLock { $0.wholeShardFailures } }
+
+    /// Shards loaded and verified.
+    public var loadedShards: Set<ShardKey> { state.withLock { Set($0.loaded.keys) } }
+
+    /// Shards loaded with their content hashes.
+    public var loadedContent: [ShardKey: [UInt8]] { state.withLock { $0.loaded } }
+
+    func send(_ message: ClusterMessage) {
+        if options.faults?.drops(message) == true { return }
+        let bytes = ClusterCodec.encode(message)
+        loop.withLock { $0 }?.send([bytes])
+    }
+
+    /// The heartbeat: the actual state.
+    func sendHello() {
+        guard let (loaded, transfers) = state.withLock({ s -> ([ShardKey: [UInt8]], [ShardKey: (Int, Int, [UInt8])])? in
+            s.stopped ? nil : (s.loaded, s.transfers.mapValues { ($0.sink.offset, $0.sink.totalBytes, $0.sha256) })
+        }) else { return }
+        send(.with {
+            $0.hello = .with {
+                $0.workerID = options.workerID
+                $0.threads = UInt32(options.threads ?? MulPirServer.coreCount)
+                $0.credit = UInt32(options.credit)
+                $0.incarnation = incarnation
+                $0.loaded = loaded.sorted { $0.key < $1.key }.map { key, sha in
+                    var ref = key.ref
+                    ref.sha256 = Data(sha)
+                    return ref
+                }
+                $0.transfers = transfers.sorted { $0.key < $1.key }.map { key, progress in
+                    var ref = key.ref
+                    ref.sha256 = Data(progress.2)
+                    return .with {
+                        $0.shard = ref
+                        $0.offset = UInt64(progress.0)
+                        $0.totalBytes = UInt64(progress.1)
+                    }
+                }
+            }
+        })
+    }
+
+    private func receive(_ frames: [[UInt8]]) {
+        guard let payload = frames.last, let message = try? ClusterCodec.decode(payload) else {
+            logger.warning("dropped a malformed message from the coordinator")
+            return
+        }
+        if options.faults?.drops(message) == true { return }
+        switch message.body {
+        case .query(let query)?: Task { await answer(query, id: message.requestID) }
+        case .keyReply(let reply)?: keys.resolve(message.requestID, found: reply.found, timestamp: reply.timestamp, key: [UInt8](reply.key))
+        case .keyPush(let push)?: Task { await cachePushedKey(push) }
+        case .assign(let assign)?: Task { await self.assign(assign) }
+        case .chunk(let chunk)?: Task { await self.chunk(chunk) }
+        case .drop(let drop)?: self.drop(drop.shard)
+        default: break
+        }
+    }
+}
