@@ -113,7 +113,7 @@ public final class ZMQSocket {
                 if error.wouldBlock && frames.isEmpty { return nil }
                 throw error
             }
-            if frames.isEmpty, let value = zmq_msg_gets(&message, "User-Id") {
+            if userID == nil, let value = zmq_msg_gets(&message, "User-Id") {
                 let text = String(cString: value)
                 userID = text.isEmpty ? nil : text
             }

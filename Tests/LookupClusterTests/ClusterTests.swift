@@ -20,9 +20,10 @@ struct ClusterTests {
         let directory: String
         let data: DemoDataset
 
-        func worker(_ id: String, keys: CurveKeyPair? = nil, serverKey: String? = nil) throws -> ClusterWorker {
+        func worker(_ id: String, keys: CurveKeyPair? = nil, serverKey: String? = nil, faults: LinkFaults? = nil) throws -> ClusterWorker {
             var options = ClusterWorker.Options(coordinator: coordinator.endpoint, dataDirectory: "\(directory)/worker-\(id)", workerID: id)
             options.threads = 1
+            options.faults = faults
             if let keys, let serverKey { options.curve = (keys, serverKey) }
             return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
         }
@@ -34,7 +35,7 @@ struct ClusterTests {
     }
 
     static func start(replication: Int = 2, curve: (CurveKeyPair, [String: String])? = nil, count: Int = 150,
-                      chunkBytes: Int = 1 << 20) async throws -> Cluster {
+                      chunkBytes: Int = 1 << 20, faults: LinkFaults? = nil) async throws -> Cluster {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: count)
         let context = try ZMQContext()
@@ -45,6 +46,7 @@ struct ClusterTests {
             options.heartbeatTimeout = .seconds(1)
             options.requestTimeout = .seconds(5)
             options.transferChunkBytes = chunkBytes
+            options.faults = faults
             if let curve { options.curve = (curve.0, curve.1) }
             let coordinator = try ClusterCoordinator(context: context, options: options, keyStore: store, logger: TestServer.logger)
             box.withLock { $0 = coordinator }

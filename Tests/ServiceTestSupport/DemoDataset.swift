@@ -12,13 +12,14 @@ public struct DemoDataset: Sendable {
     public let useCases: [ServiceConfig.UseCase]
 
     /// `count` numbers (every 5th blocked, two thirds named) processed under `directory`.
-    public static func make(in directory: String, count: Int = 300, seed: Int = 0, identityShards: Int = 2, versionCount: Int = 2) throws -> DemoDataset {
+    public static func make(in directory: String, count: Int = 300, seed: Int = 0, identityShards: Int = 2, versionCount: Int = 2,
+                            flipBlock: Int? = nil) throws -> DemoDataset {
         var records: [IdentityRecord] = []
         for i in 0..<count {
             let number = "+1" + String(format: "%03d", 200 + (i * 7919 + seed * 31) % 800) + String(format: "%07d", 2_000_000 + i * 37 + seed)
             records.append(IdentityRecord(number: number, name: i % 3 == 2 ? "" : "Caller \(i)",
                                           category: i % 3 == 0 ? .person : i % 3 == 1 ? .business : .unspecified,
-                                          block: i % 5 == 0, cacheExpiryMinutes: i % 3 == 2 ? 0 : UInt32(10 + i % 50)))
+                                          block: (i % 5 == 0) != (i == flipBlock), cacheExpiryMinutes: i % 3 == 2 ? 0 : UInt32(10 + i % 50)))
         }
         let (blockDB, identityDB) = try IdentityDataset.keywordDatabases(records)
         func rows(_ db: ProtoKeywordDatabase) -> [(keyword: [UInt8], value: [UInt8])] { db.rows.map { ([UInt8]($0.keyword), [UInt8]($0.value)) } }

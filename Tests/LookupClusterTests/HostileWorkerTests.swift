@@ -1,0 +1,93 @@
+import Cluster
+import Foundation
+import LookupCluster
+import LookupProtocol
+import PIR
+import ServiceTestSupport
+import Testing
+import ZeroMQ
+
+/// A member of the cluster sending garbage: random and mutated `ClusterMessage` frames, out-of-range fields,
+/// replies for requests it was never sent, oversized frames. The coordinator (also the HTTP front door) must not
+/// crash, and a good worker's queries keep being answered correctly.
+@Suite("Hostile worker", .serialized)
+struct HostileWorkerTests {
+    /// Sends `count` hostile messages from a raw DEALER socket (this thread owns it).
+    static func attack(endpoint: String, context: ZMQContext, seed: UInt64, count: Int) throws {
+        var rng = SplitMix64(seed: seed)
+        let socket = try ZMQSocket(context: context, kind: .dealer)
+        defer { socket.close() }
+        try socket.set(5, string: "evil")
+        try socket.connect(endpoint)
+        func frame(_ message: ClusterMessage) -> [UInt8] { ClusterCodec.encode(message) }
+        var shard = ClusterShardRef()
+        shard.usecase = DemoDataset.block
+        shard.configID = Data([1, 2, 3])
+        let templates: [ClusterMessage] = [
+            .with { $0.hello = .with { $0.workerID = "evil"; $0.credit = UInt32.max; $0.incarnation = 1 } },
+            .with { $0.hello = .with { $0.workerID = "good" } },  // claims another worker's id over another connection
+            .with { $0.requestID = 1; $0.reply = .with { $0.errorMessage = String(repeating: "x", count: 10_000) } },
+            .with { $0.transferRequest = .with { $0.shard = shard; $0.offset = UInt64.max } },
+            .with { $0.transferRequest = .with { $0.shard = shard; $0.offset = 1 << 63 } },
+            .with { $0.loaded = .with { $0.shard = shard; $0.ok = false; $0.error = String(repeating: "e", count: 5000) } },
+            .with { $0.keyRequest = .with { $0.user = String(repeating: "u", count: 5000) } },
+            .with { $0.hello = .with { $0.workerID = "evil"; $0.incarnation = 2; $0.loaded = [shard] } },
+            .with { $0.hello = .with { $0.workerID = "evil"; $0.incarnation = 2; $0.transfers = [.with { $0.shard = shard; $0.offset = 9; $0.totalBytes = 3 }] } },
+            .with { $0.goodbye = .init() },
+        ]
+        for i in 0..<count {
+            var message = templates[Int(rng.next() % UInt64(templates.count))]
+            switch i % 6 {
+            case 0:  // random bytes
+                try socket.send([(0..<Int(rng.next() % 300)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }], dontWait: true)
+                continue
+            case 1:  // a valid message with bytes flipped
+                var bytes = frame(message)
+                if !bytes.isEmpty { bytes[Int(rng.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: rng.next() | 1) }
+                try socket.send([bytes], dontWait: true)
+                continue
+            case 2:  // a reply with an unknown error code to a guessed request id
+                message = .with {
+                    $0.requestID = rng.next()
+                    $0.reply = .with { $0.errorCode = .UNRECOGNIZED(Int(truncatingIfNeeded: rng.next() % 100_000)); $0.errorMessage = "x" }
+                }
+            case 3:  // extra frames
+                try socket.send([frame(message), frame(message)], dontWait: true)
+                continue
+            default: break
+            }
+            try socket.send([frame(message)], dontWait: true)
+        }
+        // An oversized frame: ZeroMQ drops the connection (ZMQ_MAXMSGSIZE) before it reaches the coordinator.
+        try socket.send([[UInt8](repeating: 7, count: ClusterLimits.maxFrameBytes + 1)], dontWait: true)
+        Thread.sleep(forTimeInterval: 0.3)
+    }
+
+    @Test("Random and mutated frames from an admitted connection: no crash, other queries unaffected")
+    func hostileFrames() async throws {
+        let seed = ProcessInfo.processInfo.environment["CALLVEIL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...1_000_000)
+        print("hostile worker: seed \(seed) (set CALLVEIL_SEED to replay)")
+        let cluster = try await ClusterTests.start(replication: 1, count: 60)
+        let good = try cluster.worker("good")
+        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(30)))
+        let device = cluster.server.device()
+        try await device.syncConfig([DemoDataset.block])
+        let endpoint = cluster.coordinator.endpoint, context = cluster.context
+        let attacker = Task.detached { try HostileWorkerTests.attack(endpoint: endpoint, context: context, seed: seed, count: 3000) }
+        var checked = 0
+        for record in cluster.data.records.prefix(8) {
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
+            checked += 1
+        }
+        try await attacker.value
+        // The impostor never took over "good"'s shards, and queries still route to the real one.
+        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(10)))
+        for record in cluster.data.records.suffix(4) {
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
+            checked += 1
+        }
+        print("hostile worker: 3000 hostile messages sent, \(checked) good answers checked")
+        good.stop()
+        await cluster.stop()
+    }
+}

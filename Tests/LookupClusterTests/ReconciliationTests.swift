@@ -1,0 +1,153 @@
+import Cluster
+import Foundation
+import LookupClient
+import LookupCluster
+import LookupProtocol
+import LookupService
+import ServiceTestSupport
+import Synchronization
+import Testing
+import ZeroMQ
+
+/// The level-triggered control plane under faults: data updates with the same config id, a worker restarted
+/// within the heartbeat timeout, lost control messages, corrupted transfers. Every answer is decrypted and checked.
+@Suite("Reconciliation", .serialized)
+struct ReconciliationTests {
+    /// Looks `record` up until it answers `new` (each answer must be `old` or `new`, never an error); returns
+    /// the seconds it took and the number of answers checked.
+    static func waitForValue(_ device: LookupDevice, number: String, old: [UInt8], new: [UInt8],
+                             within: Duration = .seconds(10)) async throws -> (seconds: Double, answers: Int) {
+        let start = ContinuousClock.now
+        var answers = 0
+        while ContinuousClock.now - start < within {
+            let value = try await device.lookup(Array(number.utf8), in: DemoDataset.block)
+            answers += 1
+            #expect(value == old || value == new, "answer \(value) is neither the old nor the new value")
+            if value == new {
+                let (s, atto) = (ContinuousClock.now - start).components
+                return (Double(s) + Double(atto) / 1e18, answers)
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("the new value was not served within \(within)")
+        return (.infinity, answers)
+    }
+
+    /// Reprocesses the dataset with record `flip`'s block value changed (same fixed shard configuration), reloads,
+    /// and checks the new value is served within 10 s with only old or new values in between.
+    static func sameConfigUpdate(server: TestServer, directory: String, data: DemoDataset, flip: Int) async throws {
+        let device = server.device()
+        let record = data.records[flip]
+        let old: [UInt8] = [record.block ? 1 : 0], new: [UInt8] = [record.block ? 0 : 1]
+        #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == old)
+        let before = try #require(server.server.registry.newest(DemoDataset.block)).configIDHex
+        _ = try DemoDataset.make(in: directory, count: data.records.count, flipBlock: flip)
+        #expect(try await server.server.reload().isEmpty)
+        #expect(try #require(server.server.registry.newest(DemoDataset.block)).configIDHex == before)
+        let (seconds, answers) = try await waitForValue(device, number: record.number, old: old, new: new)
+        print("same-config-id update: new value after \(String(format: "%.2f", seconds)) s, \(answers) answers checked")
+        #expect(seconds <= 10)
+    }
+
+    @Test("Default serve (embedded coordinator + worker): a data update with the same config id serves the new value")
+    func embeddedSameConfigUpdate() async throws {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 120)
+        let cluster = try EmbeddedCluster()
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases),
+                                                makeExecutor: cluster.makeExecutor(logger: TestServer.logger))
+        let workers = try await cluster.startWorkers(count: 1, dataDirectory: "\(directory)/embedded", threads: 1, server: server.server,
+                                                     logger: TestServer.logger)
+        try await Self.sameConfigUpdate(server: server, directory: directory, data: data, flip: 3)
+        let coordinator = try #require(server.server.executor as? ClusterCoordinator)
+        #expect(await coordinator.waitUntilConverged(timeout: .seconds(10)))
+        for worker in workers { worker.stop() }
+        await server.stop()
+        coordinator.shutdown()
+    }
+
+    @Test("TCP workers: a same-config-id update, then kill -9 and restart after 1 s: shards back within 10 s from disk")
+    func tcpUpdateAndRestart() async throws {
+        let cluster = try await ClusterTests.start(replication: 2, count: 150)
+        var workers = [try cluster.worker("a"), try cluster.worker("b")]
+        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(30)))
+        try await Self.sameConfigUpdate(server: cluster.server, directory: cluster.directory, data: cluster.data, flip: 7)
+        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(10)))
+        // Old content files are deleted once the new content is loaded.
+        let files = FileManager.default.enumerator(atPath: "\(cluster.directory)/worker-a")?.compactMap { $0 as? String } ?? []
+        #expect(files.filter { $0.hasSuffix(".compact") }.count == cluster.coordinator.desiredState.shards(on: "a").count)
+
+        // kill -9 and back after 1 s (the heartbeat timeout here is 1 s, so also try 0.3 s: within it).
+        for pause in [Duration.milliseconds(300), .seconds(1)] {
+            workers[0].kill()
+            try await Task.sleep(for: pause)
+            let start = ContinuousClock.now
+            workers[0] = try cluster.worker("a")
+            #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(10)))
+            print("worker restarted after \(pause): converged in \(ContinuousClock.now - start)")
+            #expect(workers[0].transfersStarted == 0, "shards on disk with a matching hash are reused, not transferred")
+            #expect(workers[0].loadedShards.count == cluster.coordinator.desiredState.shards(on: "a").count)
+        }
+        let device = cluster.server.device()
+        for record in cluster.data.records.prefix(6) {
+            let expected: [UInt8] = [(record.block) != (record.number == cluster.data.records[7].number) ? 1 : 0]
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == expected)
+        }
+        for worker in workers { worker.stop() }
+        await cluster.stop()
+    }
+
+    @Test("20% of control messages lost at random (seeded): the cluster still converges to the desired placement")
+    func lossyControlPlane() async throws {
+        let seed = ProcessInfo.processInfo.environment["CALLVEIL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...1_000_000)
+        print("lossy control plane: seed \(seed) (set CALLVEIL_SEED to replay)")
+        let faults = LinkFaults(dropRate: 0.2, seed: seed)
+        let cluster = try await ClusterTests.start(replication: 2, count: 150, chunkBytes: 4096, faults: faults)
+        let workers = try ["a", "b", "c"].map { id in try cluster.worker(id, faults: LinkFaults(dropRate: 0.2, seed: seed &+ UInt64(id.utf8.first!))) }
+        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(60)))
+        let desired = cluster.coordinator.desiredState
+        let actual = cluster.coordinator.actualState
+        for (key, holders) in desired.placement {
+            #expect(holders.count == 2)
+            for holder in holders { #expect(actual[holder]?[key] == desired.shards[key]?.sha256) }
+        }
+        #expect(faults.tally.dropped > 0)
+        print("lossy control plane: coordinator dropped \(faults.tally.dropped) of \(faults.tally.dropped + faults.tally.passed) control messages")
+        let device = cluster.server.device()
+        for record in cluster.data.records.prefix(4) {
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
+        }
+        for worker in workers { worker.stop() }
+        await cluster.stop()
+    }
+
+    @Test("A corrupted .partial file fails the whole-shard checksum: detected, reported, fetched again")
+    func corruptedPartial() async throws {
+        let cluster = try await ClusterTests.start(replication: 1, count: 3000, chunkBytes: 512)
+        var worker = try cluster.worker("w")
+        let shardDirectory = "\(cluster.directory)/worker-w"
+        var partial: String?
+        for _ in 0..<400 where partial == nil {
+            try await Task.sleep(for: .milliseconds(5))
+            let files = FileManager.default.enumerator(atPath: shardDirectory)?.compactMap { $0 as? String } ?? []
+            partial = files.first { name in
+                name.hasSuffix(".partial")
+                    && ((try? FileManager.default.attributesOfItem(atPath: "\(shardDirectory)/\(name)")[.size] as? NSNumber)?.intValue ?? 0) >= 4096
+            }
+        }
+        worker.kill()
+        let path = "\(shardDirectory)/\(try #require(partial))"
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[100] ^= 0xFF  // a bit flip on disk, in a chunk already verified
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        worker = try cluster.worker("w")
+        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(60)))
+        #expect(worker.wholeShardFailures >= 1)
+        let device = cluster.server.device()
+        for record in cluster.data.records.prefix(4) {
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
+        }
+        worker.stop()
+        await cluster.stop()
+    }
+}
