@@ -35,7 +35,8 @@ struct ClusterTests {
     }
 
     static func start(replication: Int = 2, curve: (CurveKeyPair, [String: String])? = nil, count: Int = 150,
-                      chunkBytes: Int = 1 << 20, faults: LinkFaults? = nil) async throws -> Cluster {
+                      chunkBytes: Int = 1 << 20, faults: LinkFaults? = nil,
+                      heartbeatTimeout: Duration = .seconds(1)) async throws -> Cluster {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: count)
         let context = try ZMQContext()
@@ -43,7 +44,7 @@ struct ClusterTests {
         let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases)) { store in
             var options = ClusterCoordinator.Options(bind: "tcp://127.0.0.1:0")
             options.replication = replication
-            options.heartbeatTimeout = .seconds(1)
+            options.heartbeatTimeout = heartbeatTimeout
             options.requestTimeout = .seconds(5)
             options.transferChunkBytes = chunkBytes
             options.faults = faults

@@ -13,11 +13,12 @@ import ZeroMQ
 @Suite("Hostile worker", .serialized)
 struct HostileWorkerTests {
     /// Sends `count` hostile messages from a raw DEALER socket (this thread owns it).
-    static func attack(endpoint: String, context: ZMQContext, seed: UInt64, count: Int) throws {
+    static func attack(endpoint: String, context: ZMQContext, keys: CurveKeyPair, serverKey: String, seed: UInt64, count: Int) throws {
         var rng = SplitMix64(seed: seed)
         let socket = try ZMQSocket(context: context, kind: .dealer)
         defer { socket.close() }
         try socket.set(5, string: "evil")
+        try keys.configureClient(socket, serverPublicKey: serverKey)
         try socket.connect(endpoint)
         func frame(_ message: ClusterMessage) -> [UInt8] { ClusterCodec.encode(message) }
         var shard = ClusterShardRef()
@@ -67,13 +68,17 @@ struct HostileWorkerTests {
     func hostileFrames() async throws {
         let seed = ProcessInfo.processInfo.environment["CALLVEIL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...1_000_000)
         print("hostile worker: seed \(seed) (set CALLVEIL_SEED to replay)")
-        let cluster = try await ClusterTests.start(replication: 1, count: 60)
-        let good = try cluster.worker("good")
+        // Both are admitted (CURVE): the attacker is a member of the cluster, identified by its key as "evil".
+        let server = try CurveKeyPair.generate(), goodKeys = try CurveKeyPair.generate(), evilKeys = try CurveKeyPair.generate()
+        let cluster = try await ClusterTests.start(replication: 1, curve: (server, [goodKeys.publicKey: "good", evilKeys.publicKey: "evil"]), count: 60)
+        let good = try cluster.worker("good", keys: goodKeys, serverKey: server.publicKey)
         #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(30)))
         let device = cluster.server.device()
         try await device.syncConfig([DemoDataset.block])
         let endpoint = cluster.coordinator.endpoint, context = cluster.context
-        let attacker = Task.detached { try HostileWorkerTests.attack(endpoint: endpoint, context: context, seed: seed, count: 3000) }
+        let attacker = Task.detached {
+            try HostileWorkerTests.attack(endpoint: endpoint, context: context, keys: evilKeys, serverKey: server.publicKey, seed: seed, count: 3000)
+        }
         var checked = 0
         for record in cluster.data.records.prefix(8) {
             #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])

@@ -83,6 +83,10 @@ struct ReconciliationTests {
             try await Task.sleep(for: pause)
             let start = ContinuousClock.now
             workers[0] = try cluster.worker("a")
+            let wanted = cluster.coordinator.desiredState.shards(on: "a").count
+            while workers[0].loadedShards.count < wanted, ContinuousClock.now - start < .seconds(10) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(10)))
             print("worker restarted after \(pause): converged in \(ContinuousClock.now - start)")
             #expect(workers[0].transfersStarted == 0, "shards on disk with a matching hash are reused, not transferred")
@@ -102,7 +106,8 @@ struct ReconciliationTests {
         let seed = ProcessInfo.processInfo.environment["CALLVEIL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...1_000_000)
         print("lossy control plane: seed \(seed) (set CALLVEIL_SEED to replay)")
         let faults = LinkFaults(dropRate: 0.2, seed: seed)
-        let cluster = try await ClusterTests.start(replication: 2, count: 150, chunkBytes: 4096, faults: faults)
+        // A realistic heartbeat timeout (3 s, the default): with 1 s, two lost heartbeats in a row would declare a worker dead.
+        let cluster = try await ClusterTests.start(replication: 2, count: 150, chunkBytes: 16384, faults: faults, heartbeatTimeout: .seconds(3))
         let workers = try ["a", "b", "c"].map { id in try cluster.worker(id, faults: LinkFaults(dropRate: 0.2, seed: seed &+ UInt64(id.utf8.first!))) }
         #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(60)))
         let desired = cluster.coordinator.desiredState

@@ -22,7 +22,11 @@ extension ClusterCoordinator {
                 let wanted = Dictionary(uniqueKeysWithValues: s.desired.shards(on: name).map { ($0.key, $0.sha256) })
                 if record.actual != wanted || !record.transfers.isEmpty { return false }
             }
-            return s.desired.shards.keys.allSatisfy { !(s.desired.placement[$0] ?? []).isEmpty } || s.workers.isEmpty
+            guard !s.workers.isEmpty else { return s.desired.shards.isEmpty }
+            return s.desired.shards.keys.allSatisfy { key in
+                let holders = s.desired.placement[key] ?? []
+                return !holders.isEmpty && holders.allSatisfy { s.workers[$0] != nil }
+            }
         }
     }
 
