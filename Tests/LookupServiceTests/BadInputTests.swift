@@ -1,5 +1,6 @@
 import Foundation
 import LookupClient
+import LookupCluster
 import LookupProtocol
 import LookupService
 import ServiceTestSupport
@@ -19,11 +20,17 @@ struct BadInputTests {
         let reason: String
     }
 
-    @Test("Bad-input table")
-    func table() async throws {
+    /// Run against `--workers 0` (the PIR core in the HTTP process) and the default `serve` (an embedded
+    /// coordinator and worker: errors cross the cluster as error codes and come back as the same answers).
+    @Test("Bad-input table", arguments: [0, 1])
+    func table(workers: Int) async throws {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: 120)
-        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases))
+        let cluster = try EmbeddedCluster()
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases),
+                                                makeExecutor: workers == 0 ? nil : cluster.makeExecutor(logger: TestServer.logger))
+        let embedded = try await cluster.startWorkers(count: workers, dataDirectory: "\(directory)/embedded", threads: 1,
+                                                      server: server.server, logger: TestServer.logger)
         let device = server.device()
         let number = Array(data.records[0].number.utf8)
         let good = try await device.queryRequest(number, in: DemoDataset.block)
@@ -93,8 +100,10 @@ struct BadInputTests {
             let (goodStatus, answer) = try await server.post("/queries", body: try good.serializedBytes(), headers: headers)
             #expect(goodStatus == 200, "after \(c.name)")
             #expect(try await device.decode(answer, keyword: number, in: DemoDataset.block) == [data.records[0].block ? 1 : 0])
-            print("bad input: \(c.name) -> \(status) \(text.prefix(100))")
+            print("bad input (workers \(workers)): \(c.name) -> \(status) \(text.prefix(100))")
         }
+        for worker in embedded { worker.stop() }
         await server.stop()
+        await server.server.executor.stop()
     }
 }
