@@ -34,6 +34,20 @@ struct ClusterTests {
         }
     }
 
+    /// Waits (up to 2 s) until a `.partial` shard file of at least `atLeast` bytes is under `directory`; its path.
+    static func waitForPartialFile(in directory: String, atLeast: Int) async throws -> String? {
+        for _ in 0..<400 {
+            let files = FileManager.default.enumerator(atPath: directory)?.compactMap { $0 as? String } ?? []
+            let found = files.first { name in
+                name.hasSuffix(".partial")
+                    && ((try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")[.size] as? NSNumber)?.intValue ?? 0) >= atLeast
+            }
+            if let found { return "\(directory)/\(found)" }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return nil
+    }
+
     static func start(replication: Int = 2, curve: (CurveKeyPair, [String: String])? = nil, count: Int = 150,
                       chunkBytes: Int = 1 << 20, faults: LinkFaults? = nil,
                       heartbeatTimeout: Duration = .seconds(1)) async throws -> Cluster {
@@ -149,16 +163,9 @@ struct ClusterTests {
         var worker = try cluster.worker("w")
         let shardDirectory = "\(cluster.directory)/worker-w"
         // Wait until some chunks of some shard are on disk, then pull the plug.
-        var partial = 0
-        for _ in 0..<400 where partial < 4096 {
-            try await Task.sleep(for: .milliseconds(5))
-            let files = FileManager.default.enumerator(atPath: shardDirectory)?.compactMap { $0 as? String } ?? []
-            partial = files.filter { $0.hasSuffix(".partial") }.compactMap {
-                (try? FileManager.default.attributesOfItem(atPath: "\(shardDirectory)/\($0)")[.size] as? NSNumber)?.intValue
-            }.max() ?? 0
-        }
+        let partial = try await Self.waitForPartialFile(in: shardDirectory, atLeast: 4096)
         worker.kill()
-        #expect(partial >= 4096)
+        #expect(partial != nil)
         try await Task.sleep(for: .milliseconds(1500))  // declared dead
         worker = try cluster.worker("w")
         #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))

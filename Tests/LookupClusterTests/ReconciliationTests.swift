@@ -131,17 +131,9 @@ struct ReconciliationTests {
         let cluster = try await ClusterTests.start(replication: 1, count: 3000, chunkBytes: 512)
         var worker = try cluster.worker("w")
         let shardDirectory = "\(cluster.directory)/worker-w"
-        var partial: String?
-        for _ in 0..<400 where partial == nil {
-            try await Task.sleep(for: .milliseconds(5))
-            let files = FileManager.default.enumerator(atPath: shardDirectory)?.compactMap { $0 as? String } ?? []
-            partial = files.first { name in
-                name.hasSuffix(".partial")
-                    && ((try? FileManager.default.attributesOfItem(atPath: "\(shardDirectory)/\(name)")[.size] as? NSNumber)?.intValue ?? 0) >= 4096
-            }
-        }
+        let partial = try await ClusterTests.waitForPartialFile(in: shardDirectory, atLeast: 4096)
         worker.kill()
-        let path = "\(shardDirectory)/\(try #require(partial))"
+        let path = try #require(partial)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[100] ^= 0xFF  // a bit flip on disk, in a chunk already verified
         try Data(bytes).write(to: URL(fileURLWithPath: path))
