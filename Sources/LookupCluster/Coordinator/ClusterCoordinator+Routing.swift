@@ -18,8 +18,6 @@ extension ClusterCoordinator {
             request.inlineKey = key
         }
         var tried = Set<String>()
-        let noReplica = LookupError(.serviceUnavailable, "No replica of shard \(shard.shard) is available; retry later")
-        var lastError: LookupError = noReplica
         let deadline = ContinuousClock.now + options.requestTimeout
         for _ in 0..<options.maxAttempts {
             var choice = reserve(shard, excluding: tried)
@@ -33,14 +31,13 @@ extension ClusterCoordinator {
             do {
                 return try await call(worker: worker, id: id, request: request)
             } catch let failure as WorkerFailure {
-                lastError = noReplica
                 logger.warning("retrying a query on another replica", metadata: ["shard": "\(shard)", "worker": .string(worker),
                                                                                  "reason": .string(failure.reason)])
             } catch is WorkerLost {
-                lastError = noReplica
+                continue  // lost or restarted before answering: the next replica
             }
         }
-        throw lastError
+        throw LookupError(.serviceUnavailable, "No replica of shard \(shard.shard) is available; retry later")
     }
 
     enum Reservation {
