@@ -5,7 +5,7 @@ DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iprout
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_TEST_FLAGS ?= --parallel
 
-.PHONY: deps test run bench build clean cluster-test
+.PHONY: deps test run bench build clean cluster-test chaos
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -19,12 +19,18 @@ build:
 
 test: deps
 	swift test $(SWIFT_TEST_FLAGS)
-	@if ip netns add callveil-probe 2>/dev/null; then ip netns del callveil-probe; $(MAKE) --no-print-directory cluster-test; \
-	  else echo "network namespaces not available here: skipping the netns cluster test"; fi
+	@if ip netns add callveil-probe 2>/dev/null; then ip netns del callveil-probe; \
+	  $(MAKE) --no-print-directory cluster-test && $(MAKE) --no-print-directory chaos; \
+	  else echo "network namespaces not available here: skipping the netns cluster test and the chaos run"; fi
 
 # Three network namespaces, real TCP with CURVE: kill a worker, add one (cluster/netns-test.sh; needs root).
 cluster-test: deps
 	bash cluster/netns-test.sh
+
+# Fault injection under load (cluster/chaos.sh; needs root): kills, restarts, reloads, admission and revocation
+# while simulated phones check every answer; prints a table. CALLVEIL_SEED, CALLVEIL_CHAOS_SECONDS tune it.
+chaos: deps
+	bash cluster/chaos.sh
 
 # Main job: a local service with a demo dataset on 127.0.0.1:8080 (scripts/demo.sh).
 run: deps

@@ -20,11 +20,52 @@ public struct LoadGenerator: Sendable {
         public var present: [(number: String, block: [UInt8], identity: [UInt8]?)]
         /// Numbers in neither database.
         public var absent: [String]
+        /// A second acceptable answer for numbers a reload changes while the load runs (block and identity value,
+        /// nil when absent): the server may answer the old or the new value until the reload has converged.
+        public var alternatives: [String: (block: [UInt8]?, identity: [UInt8]?)]
+        /// Whether the change has converged: asked when a lookup starts; from then on only the alternative is
+        /// right for the changed numbers.
+        public var converged: @Sendable () -> Bool
 
         /// The truth.
-        public init(present: [(number: String, block: [UInt8], identity: [UInt8]?)], absent: [String]) {
+        public init(present: [(number: String, block: [UInt8], identity: [UInt8]?)], absent: [String],
+                    alternatives: [String: (block: [UInt8]?, identity: [UInt8]?)] = [:],
+                    converged: @escaping @Sendable () -> Bool = { false }) {
             self.present = present
             self.absent = absent
+            self.alternatives = alternatives
+            self.converged = converged
+            changedRows = alternatives.isEmpty ? [] : present.indices.filter { alternatives[present[$0].number] != nil }
+        }
+
+        /// Indices of present rows with an alternative: a tenth of the lookups go to them, so a change is
+        /// checked often before, during and after it converges.
+        let changedRows: [Int]
+
+        /// Whether `answer` is right for `number`, expected to be `expected`; `converged` tells whether the lookup
+        /// started after the change converged.
+        func accepts(_ answer: (block: [UInt8]?, identity: [UInt8]?), for number: String,
+                     expected: (block: [UInt8]?, identity: [UInt8]?), converged: Bool) -> Bool {
+            guard let other = alternatives[number] else { return answer.block == expected.block && answer.identity == expected.identity }
+            if answer.block == other.block, answer.identity == other.identity { return true }
+            return !converged && answer.block == expected.block && answer.identity == expected.identity
+        }
+    }
+
+    /// What a phone does when the server cannot answer now, as a device retries.
+    public struct RetryPolicy: Sendable {
+        /// Retries of one request answered 503/429 with `Retry-After` (0: the first failure counts as an error).
+        public var retries: Int
+        /// Longest wait honoured, in seconds (a longer `Retry-After` is capped to this).
+        public var maxWaitSeconds: Int
+        /// Seconds between a phone's config syncs (nil: only at setup and after a 410).
+        public var configRefreshSeconds: Double?
+
+        /// A policy.
+        public init(retries: Int = 0, maxWaitSeconds: Int = 5, configRefreshSeconds: Double? = nil) {
+            self.retries = max(retries, 0)
+            self.maxWaitSeconds = max(maxWaitSeconds, 0)
+            self.configRefreshSeconds = configRefreshSeconds
         }
     }
 
@@ -34,8 +75,16 @@ public struct LoadGenerator: Sendable {
         public var lookups = 0
         /// Answers that differed from the truth.
         public var mismatches = 0
-        /// Requests that failed.
+        /// Requests that failed (after retries).
         public var errors = 0
+        /// Answers 503/429 with `Retry-After`, each retried.
+        public var unavailable = 0
+        /// Answers 503/429 without a usable `Retry-After` (counted as errors too).
+        public var unavailableWithoutRetryAfter = 0
+        /// Requests that failed with 503/429 at first and succeeded when retried.
+        public var retriedSucceeded = 0
+        /// 410 answers (config id no longer served), after which the phone synced its config and retried.
+        public var configRefreshes = 0
         /// First few problems, for the report.
         public var problems: [String] = []
         /// Per-request HTTP latency (seconds) of block and identity queries.
@@ -62,15 +111,19 @@ public struct LoadGenerator: Sendable {
     public let userToken: String?
     /// Fraction of lookups for present numbers.
     public let presentFraction: Double
+    /// Retries and config refreshes.
+    public let retry: RetryPolicy
 
     /// A generator.
-    public init(url: String, blockUseCase: String, identityUseCase: String, phones: Int, userToken: String?, presentFraction: Double = 0.8) {
+    public init(url: String, blockUseCase: String, identityUseCase: String, phones: Int, userToken: String?, presentFraction: Double = 0.8,
+                retry: RetryPolicy = RetryPolicy()) {
         self.url = url
         self.blockUseCase = blockUseCase
         self.identityUseCase = identityUseCase
         self.phones = max(phones, 1)
         self.userToken = userToken
         self.presentFraction = presentFraction
+        self.retry = retry
     }
 
     /// Sets the phones up (config, keys) and warms them, calls `measuring`, then offers load for `duration`;
@@ -105,6 +158,10 @@ public struct LoadGenerator: Sendable {
         result.mismatches = warm.mismatches
         result.errors = warm.errors
         result.problems = warm.problems
+        result.unavailable = warm.unavailable
+        result.unavailableWithoutRetryAfter = warm.unavailableWithoutRetryAfter
+        result.retriedSucceeded = warm.retriedSucceeded
+        result.configRefreshes = warm.configRefreshes
         result.keyUploadBytes = await devices[0].lastKeyUploadBytes
         let sentBefore = await devices.asyncSum { await $0.bytesSent }
         let receivedBefore = await devices.asyncSum { await $0.bytesReceived }
@@ -117,8 +174,8 @@ public struct LoadGenerator: Sendable {
                 try? await Task.sleep(for: .seconds(2))
                 let r = shared.state.withLock { $0 }
                 let elapsed = seconds(ContinuousClock.now - start)
-                progress(String(format: "%.0f s: %d lookups (%.2f/s), %d mismatches, %d errors", elapsed, r.lookups,
-                                Double(r.lookups) / max(elapsed, 0.001), r.mismatches, r.errors))
+                progress(String(format: "%.0f s: %d lookups (%.2f/s), %d mismatches, %d errors, %d unavailable (retried)", elapsed, r.lookups,
+                                Double(r.lookups) / max(elapsed, 0.001), r.mismatches, r.errors, r.unavailable))
             }
         }
         defer { ticker.cancel() }
@@ -167,25 +224,31 @@ public struct LoadGenerator: Sendable {
         let present = truth.absent.isEmpty || Double(rng.next() % 10_000) / 10_000 < presentFraction
         let number: String
         let expected: (block: [UInt8]?, identity: [UInt8]?)
-        if present, !truth.present.isEmpty {
+        if !truth.changedRows.isEmpty, rng.next() % 10 == 0 {
+            let row = truth.present[truth.changedRows[Int(rng.next() % UInt64(truth.changedRows.count))]]
+            (number, expected) = (row.number, (row.block, row.identity))
+        } else if present, !truth.present.isEmpty {
             let row = truth.present[Int(rng.next() % UInt64(truth.present.count))]
             (number, expected) = (row.number, (row.block, row.identity))
         } else {
             (number, expected) = (truth.absent[Int(rng.next() % UInt64(truth.absent.count))], (nil, nil))
         }
         let keyword = Array(number.utf8)
+        let converged = truth.alternatives.isEmpty ? false : truth.converged()
         do {
-            let block = try await device.lookup(keyword, in: blockUseCase)
-            let blockLatency = seconds(await device.lastExchange)
-            let identity = try await device.lookup(keyword, in: identityUseCase)
-            let identityLatency = seconds(await device.lastExchange)
+            if let refresh = retry.configRefreshSeconds, let last = await device.lastConfigSync,
+               ContinuousClock.now - last > .milliseconds(Int(refresh * 1000)) {
+                try await device.syncConfig([blockUseCase, identityUseCase])
+            }
+            let (block, blockLatency) = try await request(device, keyword, in: blockUseCase, shared: shared)
+            let (identity, identityLatency) = try await request(device, keyword, in: identityUseCase, shared: shared)
             let total = seconds(ContinuousClock.now - arrival)
             shared.state.withLock { r in
                 r.lookups += 1
                 r.blockLatencies.append(blockLatency)
                 r.identityLatencies.append(identityLatency)
                 r.lookupLatencies.append(total)
-                if block != expected.block || identity != expected.identity {
+                if !truth.accepts((block, identity), for: number, expected: expected, converged: converged) {
                     r.mismatches += 1
                     if r.problems.count < 10 { r.problems.append("wrong answer for \(number)") }
                 }
@@ -195,6 +258,35 @@ public struct LoadGenerator: Sendable {
                 r.errors += 1
                 if r.problems.count < 10 { r.problems.append("\(number): \(error)") }
             }
+        }
+    }
+
+    /// One query with the retry policy: 503/429 with `Retry-After` is retried after that many seconds, 410 syncs
+    /// the config and retries; the value and the latency of the exchange that answered.
+    private func request(_ device: LookupDevice, _ keyword: [UInt8], in useCase: String, shared: ResultBox) async throws
+        -> ([UInt8]?, Double) {
+        var failedUnavailable = false
+        var attempt = 0
+        while true {
+            do {
+                let value = try await device.lookup(keyword, in: useCase)
+                if failedUnavailable { shared.state.withLock { $0.retriedSucceeded += 1 } }
+                return (value, seconds(await device.lastExchange))
+            } catch LookupClientError.unavailable(let status, let retryAfter, let body) {
+                guard let retryAfter else {
+                    shared.state.withLock { $0.unavailableWithoutRetryAfter += 1 }
+                    throw LookupClientError.unavailable(status: status, retryAfter: nil, body: body)
+                }
+                shared.state.withLock { $0.unavailable += 1 }
+                failedUnavailable = true
+                guard attempt < retry.retries else { throw LookupClientError.unavailable(status: status, retryAfter: retryAfter, body: body) }
+                try await Task.sleep(for: .seconds(min(retryAfter, retry.maxWaitSeconds)))
+            } catch LookupClientError.http(410, let body) {
+                shared.state.withLock { $0.configRefreshes += 1 }
+                guard attempt < max(retry.retries, 1) else { throw LookupClientError.http(status: 410, body: body) }
+                try await device.syncConfig([useCase])
+            }
+            attempt += 1
         }
     }
 }

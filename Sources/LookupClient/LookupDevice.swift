@@ -37,6 +37,8 @@ public actor LookupDevice {
     public private(set) var bytesSent = 0, bytesReceived = 0
     /// Size of the last evaluation-key upload body.
     public private(set) var lastKeyUploadBytes = 0
+    /// When the config was last synced (nil: never).
+    public private(set) var lastConfigSync: ContinuousClock.Instant?
     /// Duration of the last HTTP exchange (request sent to answer read; excludes token fetches and local crypto).
     public private(set) var lastExchange: Duration = .zero
 
@@ -50,15 +52,21 @@ public actor LookupDevice {
         self.authorization = authorization
     }
 
-    /// `POST path` with the device headers; non-200 answers throw `LookupClientError.http`.
+    /// `POST path` with the device headers; 503 and 429 throw `LookupClientError.unavailable` (with the
+    /// `Retry-After` seconds), other non-200 answers `LookupClientError.http`.
     public func post(_ path: String, body: [UInt8]) async throws -> [UInt8] {
         var headers = [("User-Identifier", userIdentifier), ("User-Agent", userAgent)]
         if let auth = try await authorization.authorization() { headers.append(("Authorization", auth)) }
         let start = ContinuousClock.now
-        let (status, answer) = try await http.send(path: path, headers: headers, body: body)
+        let (status, responseHeaders, answer) = try await http.exchange(path: path, headers: headers, body: body)
         lastExchange = ContinuousClock.now - start
         bytesSent += body.count
         bytesReceived += answer.count
+        if status == 503 || status == 429 {
+            let retryAfter = responseHeaders.first { $0.0.lowercased() == "retry-after" }.flatMap { Int($0.1.trimmingCharacters(in: .whitespaces)) }
+            throw LookupClientError.unavailable(status: status, retryAfter: retryAfter.flatMap { $0 >= 0 ? $0 : nil },
+                                                body: String(decoding: answer, as: UTF8.self))
+        }
         guard status == 200 else { throw LookupClientError.http(status: status, body: String(decoding: answer, as: UTF8.self)) }
         return answer
     }
@@ -70,6 +78,7 @@ public actor LookupDevice {
             $0.existingConfigIds = names.map { Data(useCases[$0]?.configID ?? []) }
         }
         let response = try ProtoConfigResponse(serializedBytes: try await post("/config", body: try request.serializedBytes()))
+        lastConfigSync = .now
         for name in names {
             guard let config = response.configs[name] else { throw LookupClientError.unknownUseCase(name) }
             if config.reuseExistingConfig {

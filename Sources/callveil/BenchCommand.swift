@@ -39,10 +39,16 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of load per run.") var duration = 20.0
     @Option(help: "Fraction of lookups for numbers in the dataset.") var presentFraction = 0.8
     @Option(help: "Target this server instead of starting one (it must serve the dataset in --dataset).") var url: String?
-    @Option(help: "With --url: the dataset directory written by an earlier run (identities.csv).") var dataset: String?
+    @Option(help: "With --url: the dataset directory (its identities.csv is the truth), written by an earlier run or by generate-demo.") var dataset: String?
+    @Option(help: "With --url: a second identities CSV; rows that differ may answer either value (a reload under way).") var acceptEither: String?
+    @Option(help: "With --accept-either: once this file exists the reload has converged, and lookups started after must answer the second CSV's value.")
+    var convergedMarker: String?
+    @Option(help: "Retries of a request answered 503/429 with Retry-After (0: count it as an error).") var retries = 0
+    @Option(help: "Seconds between each phone's config syncs (0: only at setup and after a 410).") var configRefresh = 0.0
     @Option(help: "User token for Privacy Pass issuance.") var userToken = "AAAA"
     @Option(help: "Output directory.") var output = "bench/out/latest"
     @Option(help: "none, or all: workers 1 and 2, 1-8 phones in flight, and open-loop rates up to capacity.") var sweep = "none"
+    @Flag(help: "Skip the plots (results.json and table.md only).") var noPlots = false
     @Flag(help: "Serve wrong block values (the truth is kept): the run must fail.") var corrupt = false
     @Option(help: "Random seed.") var seed: UInt64 = 1
 
@@ -52,7 +58,8 @@ struct BenchCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let data = try BenchDataset.prepare(directory: dataset ?? "\(output)/dataset", rows: rows, identitySize: identitySize,
                                             blockShards: blockShards, identityShards: identityShards, preset: preset,
-                                            corrupt: corrupt, reuse: url != nil, seed: seed)
+                                            corrupt: corrupt, reuse: url != nil, seed: seed,
+                                            acceptEither: acceptEither, convergedMarker: convergedMarker)
         var runs: [BenchRun] = []
         func measure(label: String, workers: Int, phones: Int, mode: LoadGenerator.Mode) async throws -> BenchRun {
             let server = url == nil ? try await BenchServer.start(dataset: data, workers: workers, logger: logger) : nil
@@ -60,7 +67,8 @@ struct BenchCommand: AsyncParsableCommand {
             let target = url ?? server!.url
             let snapshot = CPUSnapshot()
             let generator = LoadGenerator(url: target, blockUseCase: BenchDataset.block, identityUseCase: BenchDataset.identity,
-                                          phones: phones, userToken: userToken, presentFraction: presentFraction)
+                                          phones: phones, userToken: userToken, presentFraction: presentFraction,
+                                          retry: .init(retries: retries, configRefreshSeconds: configRefresh > 0 ? configRefresh : nil))
             let result = try await generator.run(mode: mode, duration: .milliseconds(Int(duration * 1000)), truth: data.truth, seed: seed,
                                                  measuring: { snapshot.take(compute: server?.pirComputeSeconds() ?? 0) }) {
                 writeStderr("\r\(label): \($0)   ")
@@ -90,7 +98,7 @@ struct BenchCommand: AsyncParsableCommand {
                                  preset: preset, target: url ?? "embedded", cores: MulPirServer.coreCount, runs: runs)
         try report.write(to: output)
         print(report.markdown())
-        BenchReport.plot(output: output)
+        if !noPlots { BenchReport.plot(output: output) }
         let bad = runs.reduce(0) { $0 + $1.result.mismatches + $1.result.errors }
         if bad > 0 {
             for run in runs where !run.result.problems.isEmpty { writeStderr("\(run.label): \(run.result.problems.joined(separator: "; "))\n") }

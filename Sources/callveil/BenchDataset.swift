@@ -15,10 +15,16 @@ struct BenchDataset {
     let truth: LoadGenerator.Truth
 
     static func prepare(directory: String, rows: Int, identitySize: Int, blockShards: Int, identityShards: Int, preset: String,
-                        corrupt: Bool, reuse: Bool, seed: UInt64) throws -> BenchDataset {
+                        corrupt: Bool, reuse: Bool, seed: UInt64, acceptEither: String? = nil,
+                        convergedMarker: String? = nil) throws -> BenchDataset {
         guard let preset = ParameterPreset(rawValue: preset) else { throw CleanExit.message("unknown preset \(preset)") }
         let directory = URL(fileURLWithPath: directory).standardizedFileURL.path  // the service config needs absolute stems
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if reuse {  // a dataset written earlier (by a bench run or by generate-demo/build-db): the truth is its CSV
+            return BenchDataset(directory: directory,
+                                truth: try truth(csv: "\(directory)/identities.csv", acceptEither: acceptEither,
+                                                 convergedMarker: convergedMarker, seed: seed))
+        }
         var records: [IdentityRecord] = []
         var rng = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15)
         func next() -> UInt64 { rng.next() }
@@ -36,15 +42,11 @@ struct BenchDataset {
             }
             records.append(record)
         }
-        var absent: [String] = []
-        while absent.count < 200 {
-            let number = "+1555\(String(format: "%07d", next() % 10_000_000))"  // 555 numbers are never generated above? check
-            if !seen.contains(number) { absent.append(number) }
-        }
-        let truth = LoadGenerator.Truth(present: try records.map { ($0.number, [$0.block ? 1 : 0], try $0.callIdentity()) }, absent: absent)
+        let truth = LoadGenerator.Truth(present: try records.map { ($0.number, [$0.block ? 1 : 0], try $0.callIdentity()) },
+                                        absent: absentNumbers(avoiding: seen, seed: seed))
         let marker = "\(directory)/dataset.done"
-        if reuse || (FileManager.default.fileExists(atPath: marker)
-                     && (try? String(contentsOfFile: marker, encoding: .utf8)) == "\(rows) \(identitySize) \(blockShards) \(identityShards) \(preset.rawValue) \(corrupt) \(seed)") {
+        if FileManager.default.fileExists(atPath: marker)
+            && (try? String(contentsOfFile: marker, encoding: .utf8)) == "\(rows) \(identitySize) \(blockShards) \(identityShards) \(preset.rawValue) \(corrupt) \(seed)" {
             return BenchDataset(directory: directory, truth: truth)
         }
         writeStderr("preparing \(rows) numbers (identity values \(identitySize) bytes) in \(directory)\n")
@@ -67,5 +69,47 @@ struct BenchDataset {
         try DatabaseProcessingJob(options: identityOptions, outputStem: "\(directory)/identity/shard").run(rows: keywordRows(identityDB))
         try "\(rows) \(identitySize) \(blockShards) \(identityShards) \(preset.rawValue) \(corrupt) \(seed)".write(toFile: marker, atomically: true, encoding: .utf8)
         return BenchDataset(directory: directory, truth: truth)
+    }
+
+    /// 200 numbers in no dataset (`+1555…`, none of `seen`), chosen by `seed`.
+    static func absentNumbers(avoiding seen: Set<String>, seed: UInt64) -> [String] {
+        var rng = SplitMix64(seed: seed &* 0x2545_F491_4F6C_DD1D)
+        var absent: [String] = []
+        while absent.count < 200 {
+            let number = "+1555\(String(format: "%07d", rng.next() % 10_000_000))"
+            if !seen.contains(number) { absent.append(number) }
+        }
+        return absent
+    }
+
+    /// The truth of an identities CSV (the expected block and identity value of each number) and, with
+    /// `acceptEither`, a second CSV whose differing rows are also accepted (a reload under way) until the file
+    /// `convergedMarker` exists, and alone accepted after.
+    static func truth(csv path: String, acceptEither: String?, convergedMarker: String?, seed: UInt64) throws -> LoadGenerator.Truth {
+        func records(_ path: String) throws -> [IdentityRecord] {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw CleanExit.message("cannot read \(path)") }
+            let (records, problems) = IdentityDataset.parseCSV(text)
+            guard problems.isEmpty else { throw CleanExit.message("\(path): \(problems.prefix(3).map(\.description).joined(separator: "; "))") }
+            return records
+        }
+        let main = try records(path)
+        var seen = Set(main.map(\.number))
+        var alternatives: [String: (block: [UInt8]?, identity: [UInt8]?)] = [:]
+        if let acceptEither {
+            let current = Dictionary(uniqueKeysWithValues: try main.map { ($0.number, ([UInt8]([$0.block ? 1 : 0]), try $0.callIdentity())) })
+            let other = try records(acceptEither)
+            for record in other {
+                let value = ([UInt8]([record.block ? 1 : 0]) as [UInt8]?, try record.callIdentity())
+                if let mine = current[record.number], mine.0 == value.0, mine.1 == value.1 { continue }
+                alternatives[record.number] = value
+            }
+            let otherNumbers = Set(other.map(\.number))
+            for record in main where !otherNumbers.contains(record.number) { alternatives[record.number] = (nil, nil) }
+            seen.formUnion(otherNumbers)
+        }
+        writeStderr("truth: \(main.count) numbers from \(path)\(acceptEither == nil ? "" : ", \(alternatives.count) of them may also answer as in \(acceptEither!)")\n")
+        return LoadGenerator.Truth(present: try main.map { ($0.number, [$0.block ? 1 : 0], try $0.callIdentity()) },
+                                   absent: absentNumbers(avoiding: seen, seed: seed), alternatives: alternatives,
+                                   converged: { convergedMarker.map { FileManager.default.fileExists(atPath: $0) } ?? false })
     }
 }

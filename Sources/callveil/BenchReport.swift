@@ -47,8 +47,8 @@ struct BenchReport: Codable {
         var lines = [
             "\(rows) numbers (block shards \(blockShards), identity shards \(identityShards), identity values \(identitySize) B, \(preset)), target \(target), \(cores) cores",
             "",
-            "| run | workers | phones | lookups | lookups/s | block p50/p90/p99 ms | identity p50/p90/p99 ms | lookup p50/p99 ms | CPU ms/request | PIR ms/request | up/down KB per request | key upload KB | wrong | errors |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| run | workers | phones | lookups | lookups/s | block p50/p90/p99 ms | identity p50/p90/p99 ms | lookup p50/p99 ms | CPU ms/request | PIR ms/request | up/down KB per request | key upload KB | wrong | errors | 503/429 (retried ok) | 410 resyncs |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for run in runs {
             let r = run.result
@@ -60,7 +60,7 @@ struct BenchReport: Codable {
                 + "\(run.cpuSeconds.map { String(format: "%.1f", $0 * 1000 / Double(requests)) } ?? "–") | "
                 + "\(run.pirComputeSeconds.map { String(format: "%.1f", $0 * 1000 / Double(requests)) } ?? "–") | "
                 + String(format: "%.1f / %.1f", Double(r.queryBytesUp) / 1024 / Double(requests), Double(r.queryBytesDown) / 1024 / Double(requests))
-                + " | \(String(format: "%.0f", Double(r.keyUploadBytes) / 1024)) | \(r.mismatches) | \(r.errors) |")
+                + " | \(String(format: "%.0f", Double(r.keyUploadBytes) / 1024)) | \(r.mismatches) | \(r.errors) | \(r.unavailable) (\(r.retriedSucceeded)) | \(r.configRefreshes) |")
         }
         lines.append("")
         lines.append("CPU ms/request is the whole process (server and simulated phones) when the server is embedded; PIR ms/request is the server's compute time.")

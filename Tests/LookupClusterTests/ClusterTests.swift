@@ -193,6 +193,33 @@ struct ClusterTests {
         await cluster.stop()
     }
 
+    @Test("Phones retry a 503 after its Retry-After: no replica at first, a worker joins, every lookup then succeeds")
+    func loadGeneratorRetries() async throws {
+        let cluster = try await Self.start(replication: 1, count: 40)
+        let truth = LoadGenerator.Truth(present: try cluster.data.records.map { ($0.number, [$0.block ? 1 : 0], try $0.callIdentity()) },
+                                        absent: [DemoDataset.absentNumber])
+        // No worker yet: every query is a 503 with Retry-After; the worker starts while the phones wait to retry.
+        let late = Task {
+            try await Task.sleep(for: .milliseconds(1500))
+            return try cluster.worker("w1")
+        }
+        let generator = LoadGenerator(url: cluster.server.url, blockUseCase: DemoDataset.block, identityUseCase: DemoDataset.identity,
+                                      phones: 2, userToken: "AAAA", retry: .init(retries: 30, maxWaitSeconds: 1))
+        let result = try await generator.run(mode: .closed, duration: .seconds(1), truth: truth)
+        #expect(result.unavailable >= 2 && result.retriedSucceeded >= 2)
+        #expect(result.errors == 0 && result.mismatches == 0 && result.unavailableWithoutRetryAfter == 0 && result.lookups > 0)
+        // Without retries the same 503 is an error.
+        let worker = try await late.value
+        worker.stop()
+        let gone = ContinuousClock.now + .seconds(10)
+        while !cluster.coordinator.workers.isEmpty, ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(cluster.coordinator.workers.isEmpty)
+        let strict = try await LoadGenerator(url: cluster.server.url, blockUseCase: DemoDataset.block, identityUseCase: DemoDataset.identity,
+                                             phones: 1, userToken: "AAAA").run(mode: .closed, duration: .milliseconds(200), truth: truth)
+        #expect(strict.errors >= 1 && strict.unavailable >= 1 && strict.retriedSucceeded == 0)
+        await cluster.stop()
+    }
+
     @Test("Shard transfer: compact form round trip, resume after an interruption, corrupted chunks rejected")
     func transfer() throws {
         let directory = try temporaryDirectory()

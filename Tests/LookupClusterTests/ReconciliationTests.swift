@@ -194,7 +194,7 @@ struct AllowListReloadTests {
         #expect(admitted)
         #expect(await coordinator.waitUntilConverged(timeout: .seconds(20)))
         // Revoke a: forgotten at once, its shards move to b, queries keep working.
-        allowed.withLock { $0.removeValue(forKey: a.publicKey) }
+        _ = allowed.withLock { $0.removeValue(forKey: a.publicKey) }
         #expect(try await http.server.reload().isEmpty)
         #expect(!coordinator.workers.keys.contains("a"))
         #expect(await coordinator.waitUntilConverged(timeout: .seconds(20)))

@@ -65,11 +65,14 @@ extension ClusterCoordinator {
         return false
     }
 
-    /// `{"workers":{"<id>":<shards loaded>,…},"converged":…,"desiredGeneration":…}` for `/healthz`.
+    /// `{"workers":{"<id>":<shards loaded>,…},"incarnations":{"<id>":"<hex>",…},"converged":…,"desiredShards":…,
+    /// "desiredGeneration":…}` for `/healthz`; an incarnation changes when the worker process restarts.
     public var healthJSON: String? {
-        let current = workers.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value.count)" }
+        let records = state.withLock { $0.workers.mapValues { ($0.actual.count, $0.incarnation) } }.sorted { $0.key < $1.key }
+        let current = records.map { "\"\($0.key)\":\($0.value.0)" }
+        let incarnations = records.map { "\"\($0.key)\":\"\(String($0.value.1, radix: 16))\"" }
         let desired = desiredState
-        return "{\"workers\":{\(current.joined(separator: ","))},\"converged\":\(isConverged),"
-            + "\"desiredShards\":\(desired.shards.count),\"desiredGeneration\":\(desired.generation)}"
+        return "{\"workers\":{\(current.joined(separator: ","))},\"incarnations\":{\(incarnations.joined(separator: ","))},"
+            + "\"converged\":\(isConverged),\"desiredShards\":\(desired.shards.count),\"desiredGeneration\":\(desired.generation)}"
     }
 }
