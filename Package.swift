@@ -179,6 +179,7 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "LookupClient", "ConformanceSupport",
                            "ServiceTestSupport",
                            .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                            .product(name: "Logging", package: "swift-log")],

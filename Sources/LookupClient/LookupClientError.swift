@@ -10,6 +10,14 @@ public enum LookupClientError: Error, Sendable, Equatable, CustomStringConvertib
     /// The server has no such use case.
     case unknownUseCase(String)
 
+    /// The error for a non-200 answer: `unavailable` (with its `Retry-After` seconds) for 503 and 429, else `http`.
+    public static func answer(status: Int, headers: [(String, String)], body: [UInt8]) -> LookupClientError {
+        let text = String(decoding: body, as: UTF8.self)
+        guard status == 503 || status == 429 else { return .http(status: status, body: text) }
+        let retryAfter = headers.first { $0.0.lowercased() == "retry-after" }.flatMap { Int($0.1.trimmingCharacters(in: .whitespaces)) }
+        return .unavailable(status: status, retryAfter: retryAfter.flatMap { $0 >= 0 ? $0 : nil }, body: text)
+    }
+
     public var description: String {
         switch self {
         case .http(let status, let body): return "HTTP \(status): \(body)"

@@ -62,12 +62,7 @@ public actor LookupDevice {
         lastExchange = ContinuousClock.now - start
         bytesSent += body.count
         bytesReceived += answer.count
-        if status == 503 || status == 429 {
-            let retryAfter = responseHeaders.first { $0.0.lowercased() == "retry-after" }.flatMap { Int($0.1.trimmingCharacters(in: .whitespaces)) }
-            throw LookupClientError.unavailable(status: status, retryAfter: retryAfter.flatMap { $0 >= 0 ? $0 : nil },
-                                                body: String(decoding: answer, as: UTF8.self))
-        }
-        guard status == 200 else { throw LookupClientError.http(status: status, body: String(decoding: answer, as: UTF8.self)) }
+        guard status == 200 else { throw LookupClientError.answer(status: status, headers: responseHeaders, body: answer) }
         return answer
     }
 

@@ -39,9 +39,9 @@ public actor PrivacyPassAuthorization: AuthorizationProvider {
         }
         for _ in 0..<batch {
             let (request, pending) = try client.request(challenge: TokenChallenge(issuerName: issuerName))
-            let (status, body) = try await issuer.send(path: "/issue", headers: [("Authorization", "Bearer \(userToken)")],
-                                                       body: request.serialize())
-            guard status == 200 else { throw LookupClientError.http(status: status, body: String(decoding: body, as: UTF8.self)) }
+            let (status, headers, body) = try await issuer.exchange(path: "/issue", headers: [("Authorization", "Bearer \(userToken)")],
+                                                                    body: request.serialize())
+            guard status == 200 else { throw LookupClientError.answer(status: status, headers: headers, body: body) }
             tokens.append(try client.finalize(response: body, pending: pending))
         }
     }

@@ -1,3 +1,5 @@
+import Crypto
+
 /// `TokenChallenge` (RFC 9577 §2.1): what a token is bound to. Apple's client builds it itself with token type
 /// 2, the issuer name, and empty redemption context and origin info.
 public struct TokenChallenge: Sendable, Equatable {
@@ -30,6 +32,9 @@ public struct TokenChallenge: Sendable, Equatable {
         out += originInfo.utf8
         return out
     }
+
+    /// `SHA-256(serialize())`: the `challenge_digest` a token for this challenge carries.
+    public var digest: [UInt8] { Array(SHA256.hash(data: serialize())) }
 }
 
 func appendU16(_ v: UInt16, to out: inout [UInt8]) {

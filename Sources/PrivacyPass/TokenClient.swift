@@ -25,7 +25,7 @@ public struct TokenClient: Sendable {
     public func request(challenge: TokenChallenge) throws -> (request: TokenRequest, pending: Pending) {
         var rng = SystemRandomNumberGenerator()
         let nonce = (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
-        let digest = Array(SHA256.hash(data: challenge.serialize()))
+        let digest = challenge.digest
         let input = Token(nonce: nonce, challengeDigest: digest, tokenKeyID: tokenKey.keyID, authenticator: []).tokenInput
         let blinded = try tokenKey.publicKey.blind(tokenKey.publicKey.prepare(input))
         return (TokenRequest(truncatedTokenKeyID: tokenKey.truncatedKeyID, blindedMessage: [UInt8](blinded.blindedMessage)),

@@ -66,12 +66,14 @@ public func temporaryDirectory() throws -> String {
     return path
 }
 
-/// Writes a service config with the given use cases (absolute file stems) into `directory`; returns its path.
+/// Writes a service config with the given use cases (absolute file stems) into `directory`, changed by `edit`;
+/// returns its path.
 public func writeServiceConfig(in directory: String, usecases: [ServiceConfig.UseCase], keyMaxAge: Int? = nil,
-                        privacyPass: Bool = true) throws -> String {
-    let config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"]), .init(tier: "tier2", tokens: ["BBBB"])],
+                        privacyPass: Bool = true, edit: (inout ServiceConfig) -> Void = { _ in }) throws -> String {
+    var config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"]), .init(tier: "tier2", tokens: ["BBBB"])],
                                usecases: usecases, keys: .init(database: "\(directory)/keys.sqlite", maxAgeSeconds: keyMaxAge),
                                privacyPass: .init(enabled: privacyPass), computeThreads: 2, concurrentQueries: 2)
+    edit(&config)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     let path = "\(directory)/service-config.json"

@@ -10,17 +10,30 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
     public let status: HTTPResponse.Status
     /// The reason, safe to show to the client (never key, token or ciphertext bytes).
     public let message: String
+    /// Seconds for `Retry-After` on 503 and 429 answers (1 when not given).
+    public let retryAfter: Int?
 
     /// An error with a status and a reason.
-    public init(_ status: HTTPResponse.Status, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil) {
         self.status = status
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(status.code) \(message)" }
 
     /// 400 with a reason.
     public static func badRequest(_ message: String) -> LookupError { .init(.badRequest, message) }
+
+    /// 503 with `Retry-After`: the service is saturated (or has no replica) now.
+    public static func unavailable(_ message: String, retryAfter: Int = 1) -> LookupError {
+        .init(.serviceUnavailable, message, retryAfter: retryAfter)
+    }
+
+    /// 429 with `Retry-After`: this caller has exceeded its rate.
+    public static func tooManyRequests(_ message: String, retryAfter: Int) -> LookupError {
+        .init(.tooManyRequests, message, retryAfter: retryAfter)
+    }
 
     /// The error to answer for any error thrown while serving: library errors on client input are 400.
     public static func from(_ error: any Error) -> LookupError? {
@@ -34,9 +47,10 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The Hummingbird error with the JSON body `{"error":{"message":…}}`; 503 answers carry `Retry-After: 1`.
+    /// The Hummingbird error with the JSON body `{"error":{"message":…}}`; 503 and 429 answers carry `Retry-After`.
     public var httpError: HTTPError {
-        status == .serviceUnavailable ? HTTPError(status, headers: [.retryAfter: "1"], message: message) : HTTPError(status, message: message)
+        guard status == .serviceUnavailable || status == .tooManyRequests else { return HTTPError(status, message: message) }
+        return HTTPError(status, headers: [.retryAfter: String(max(retryAfter ?? 1, 1))], message: message)
     }
 }
 

@@ -40,7 +40,10 @@ public final class IssuerKeyRing: Sendable {
     /// Publication lead and acceptance grace around a rotation.
     public let overlap: TimeInterval
     private let clock: @Sendable () -> Date
+    /// What readers see (issuance and verification take it briefly, never across key generation).
     private let entries = Mutex<[Entry]>([])
+    /// Serializes changes: held across RSA key generation (seconds), which readers never wait for.
+    private let changing = Mutex<Void>(())
 
     /// Opens the ring in `directory`, loading stored keys; call `ensure(tiers:)` to create missing ones.
     public init(directory: String, lifetime: TimeInterval = 30 * 86400, overlap: TimeInterval = 2 * 86400,
@@ -67,8 +70,9 @@ public final class IssuerKeyRing: Sendable {
     /// Returns whether keys were created or dropped.
     @discardableResult
     public func ensure(tiers: [String]) throws -> Bool {
-        let now = clock()
-        return try entries.withLock { entries in
+        try changing.withLock { _ in
+            let now = clock()
+            var entries = self.entries.withLock { $0 }
             var changed = false
             let before = entries.count
             entries.removeAll { $0.notAfter <= now }
@@ -86,7 +90,10 @@ public final class IssuerKeyRing: Sendable {
                                      notAfter: start.addingTimeInterval(lifetime)))
                 changed = true
             }
-            if changed { try save(entries) }
+            if changed {
+                try save(entries)
+                self.entries.withLock { [entries] in $0 = entries }
+            }
             return changed
         }
     }
@@ -94,8 +101,9 @@ public final class IssuerKeyRing: Sendable {
     /// Starts a rotation of `tier` now: a successor is published at once and issues after `overlap`; the
     /// current key stays accepted `overlap` longer than that.
     public func rotate(tier: String) throws {
-        let now = clock()
-        try entries.withLock { entries in
+        try changing.withLock { _ in
+            let now = clock()
+            var entries = self.entries.withLock { $0 }
             let start = now.addingTimeInterval(overlap)
             for i in entries.indices where entries[i].tier == tier && entries[i].notAfter > start.addingTimeInterval(overlap) {
                 let e = entries[i]
@@ -104,6 +112,7 @@ public final class IssuerKeyRing: Sendable {
             entries.append(Entry(tier: tier, issuer: try Self.generate(avoiding: entries), notBefore: start,
                                  notAfter: start.addingTimeInterval(lifetime)))
             try save(entries)
+            self.entries.withLock { [entries] in $0 = entries }
         }
     }
 

@@ -1,12 +1,16 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import PrivacyPass
 
 /// The token issuer's endpoints (SPEC-PIR §7.1, §7.8): the issuer directory, the token key of a user's tier,
 /// and issuance. User tokens arrive as `Authorization: Bearer <user token>` and map to tiers by the config.
 public enum PrivacyPassRoutes {
-    /// Adds the issuer routes; `tierOf` maps a user token to its tier.
-    public static func add(to router: Router<LookupRequestContext>, keys: IssuerKeyRing,
+    /// Largest `/issue` body: a `TokenRequest` is 259 bytes.
+    static let maxIssueBody = 4096
+
+    /// Adds the issuer routes; `tierOf` maps a user token to its tier; `limiter` bounds issuance per user token.
+    public static func add(to router: Router<LookupRequestContext>, keys: IssuerKeyRing, limiter: IssuanceLimiter? = nil,
                            tierOf: @escaping @Sendable (String) -> String?) {
         router.get("/.well-known/private-token-issuer-directory") { _, _ -> Response in
             let entries = keys.published().map { published -> String in
@@ -22,8 +26,17 @@ public enum PrivacyPassRoutes {
             return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: issuer.tokenKey.spki)))
         }
         router.post("/issue") { request, _ -> Response in
-            let issuer = try issuerFor(request, keys: keys, tierOf: tierOf)
-            let body = try await request.body.collect(upTo: 4096)
+            let (issuer, userToken, tier) = try issuerAndToken(request, keys: keys, tierOf: tierOf)
+            if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maxIssueBody {
+                throw LookupError(.contentTooLarge, "Token request of \(length) bytes exceeds \(maxIssueBody) bytes")
+            }
+            let body: ByteBuffer
+            do { body = try await request.body.collect(upTo: maxIssueBody) } catch is NIOTooManyBytesError {
+                throw LookupError(.contentTooLarge, "Token request exceeds \(maxIssueBody) bytes")
+            }
+            if let limiter, let wait = limiter.take(userToken: userToken, tier: tier) {
+                throw LookupError.tooManyRequests("Token issuance rate exceeded for this user token", retryAfter: wait)
+            }
             let tokenRequest: TokenRequest
             do { tokenRequest = try TokenRequest(deserialize: Array(body.readableBytesView)) } catch {
                 throw LookupError.badRequest("Invalid token request: \(error)")
@@ -38,11 +51,17 @@ public enum PrivacyPassRoutes {
     }
 
     static func issuerFor(_ request: Request, keys: IssuerKeyRing, tierOf: (String) -> String?) throws -> TokenIssuer {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-              let tier = tierOf(String(header.dropFirst("Bearer ".count))) else {
+        try issuerAndToken(request, keys: keys, tierOf: tierOf).issuer
+    }
+
+    static func issuerAndToken(_ request: Request, keys: IssuerKeyRing, tierOf: (String) -> String?) throws
+        -> (issuer: TokenIssuer, userToken: String, tier: String) {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
             throw LookupError(.unauthorized, "Invalid or missing user token")
         }
+        let userToken = String(header.dropFirst("Bearer ".count))
+        guard let tier = tierOf(userToken) else { throw LookupError(.unauthorized, "Invalid or missing user token") }
         guard let issuer = keys.issuer(forTier: tier) else { throw LookupError(.unauthorized, "No issuer key for the user's tier") }
-        return issuer
+        return (issuer, userToken, tier)
     }
 }

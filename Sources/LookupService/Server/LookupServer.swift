@@ -29,6 +29,10 @@ public actor LookupServer {
     public nonisolated let issuerKeys: IssuerKeyRing?
     /// Spent token nonces, when authentication is on.
     public nonisolated let nonces: (any NonceStore)?
+    /// Issuer names a token's challenge may carry.
+    public nonisolated let issuerNames: [String]
+    /// `/issue` rate per user token, by tier.
+    public nonisolated let issuanceLimiter: IssuanceLimiter
     private let logger: Logger
 
     /// Reads the config, opens the key store and loads every use case. `makeExecutor` builds the shard executor
@@ -65,13 +69,16 @@ public actor LookupServer {
         self.tiers = Mutex(config.tierByToken)
         self.logger = logger
         let privacyPass = config.privacyPass ?? .init()
+        issuerNames = privacyPass.issuerNames ?? ["callveil"]
+        issuanceLimiter = IssuanceLimiter(rates: config.issueRates)
         if privacyPass.enabled ?? true {
             let ring = try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys",
                                          lifetime: TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400),
                                          overlap: TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400))
             try ring.ensure(tiers: config.users.map(\.tier))
             issuerKeys = ring
-            nonces = try SQLiteNonceStore(path: privacyPass.nonceDatabase ?? "nonces.sqlite")
+            nonces = try SQLiteNonceStore(path: privacyPass.nonceDatabase ?? "nonces.sqlite",
+                                          maxPerKey: privacyPass.maxNoncesPerKey ?? 100_000_000)
         } else {
             logger.warning("Privacy Pass is disabled: the PIR endpoints accept requests without tokens")
             issuerKeys = nil
@@ -92,6 +99,7 @@ public actor LookupServer {
 
     private func apply(_ config: ServiceConfig, failFast: Bool) async throws -> [String] {
         tiers.withLock { $0 = config.tierByToken }
+        issuanceLimiter.update(rates: config.issueRates)
         try issuerKeys?.ensure(tiers: config.users.map(\.tier))
         var failed: [String] = []
         let wanted = Set(config.usecases.map(\.name))
@@ -150,7 +158,7 @@ public actor LookupServer {
     /// The Privacy Pass verifier of the PIR endpoints, when authentication is on.
     public nonisolated var verifier: PrivacyPassVerifier? {
         guard let issuerKeys, let nonces else { return nil }
-        return PrivacyPassVerifier(keys: issuerKeys, nonces: nonces)
+        return PrivacyPassVerifier(keys: issuerKeys, nonces: nonces, issuerNames: issuerNames)
     }
 
     /// The router with every route of the service.
@@ -158,7 +166,7 @@ public actor LookupServer {
         let router = Router(context: LookupRequestContext.self)
         LookupRoutes.add(to: router, api: api, registry: registry, metrics: metrics, verifier: verifier, executor: executor)
         if let issuerKeys {
-            PrivacyPassRoutes.add(to: router, keys: issuerKeys) { [self] token in self.tiers.withLock { $0[token] } }
+            PrivacyPassRoutes.add(to: router, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tiers.withLock { $0[token] } }
         }
         return router
     }

@@ -10,11 +10,17 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         public var tier: String
         /// User tokens of the tier, compared verbatim with the `Bearer` value.
         public var tokens: [String]
+        /// Privacy Pass tokens `/issue` gives each user token per second, sustained (absent: no limit).
+        public var issuePerSecond: Double?
+        /// Tokens a user token may get at once after idleness (default 10 × `issuePerSecond`, at least 10).
+        public var issueBurst: Int?
 
         /// A tier.
-        public init(tier: String, tokens: [String]) {
+        public init(tier: String, tokens: [String], issuePerSecond: Double? = nil, issueBurst: Int? = nil) {
             self.tier = tier
             self.tokens = tokens
+            self.issuePerSecond = issuePerSecond
+            self.issueBurst = issueBurst
         }
     }
 
@@ -71,15 +77,23 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         public var keyLifetimeSeconds: Int?
         /// How long a successor key is published before it issues, and the old key accepted after (default 2 days).
         public var keyOverlapSeconds: Int?
+        /// Issuer names a token's challenge may carry (its `challenge_digest` must be the SHA-256 of the
+        /// `TokenChallenge` of one of them, type 2, empty redemption context and origin info; default `["callveil"]`).
+        public var issuerNames: [String]?
+        /// Spent nonces kept per issuer key before its tokens are refused with 503 (default 100,000,000).
+        public var maxNoncesPerKey: Int?
 
         /// Settings.
         public init(enabled: Bool? = nil, keyDirectory: String? = nil, nonceDatabase: String? = nil,
-                    keyLifetimeSeconds: Int? = nil, keyOverlapSeconds: Int? = nil) {
+                    keyLifetimeSeconds: Int? = nil, keyOverlapSeconds: Int? = nil, issuerNames: [String]? = nil,
+                    maxNoncesPerKey: Int? = nil) {
             self.enabled = enabled
             self.keyDirectory = keyDirectory
             self.nonceDatabase = nonceDatabase
             self.keyLifetimeSeconds = keyLifetimeSeconds
             self.keyOverlapSeconds = keyOverlapSeconds
+            self.issuerNames = issuerNames
+            self.maxNoncesPerKey = maxNoncesPerKey
         }
     }
 
@@ -142,6 +156,24 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
         if let t = computeThreads, t < 1 || t > 1024 { throw ConfigError("computeThreads \(t) out of range") }
         if let c = concurrentQueries, c < 1 || c > 1024 { throw ConfigError("concurrentQueries \(c) out of range") }
+        for tier in users {
+            if let r = tier.issuePerSecond, !(r >= 0 && r <= 1_000_000) { throw ConfigError("\(tier.tier): issuePerSecond \(r) out of range") }
+            if let b = tier.issueBurst, b < 1 || b > 1_000_000 { throw ConfigError("\(tier.tier): issueBurst \(b) out of range") }
+        }
+        for name in privacyPass?.issuerNames ?? [] where name.isEmpty || name.utf8.count > 65535 {
+            throw ConfigError("privacyPass.issuerNames: a name must have 1 to 65535 bytes")
+        }
+        if let n = privacyPass?.maxNoncesPerKey, n < 1 { throw ConfigError("privacyPass.maxNoncesPerKey \(n) out of range") }
+    }
+
+    /// The `/issue` rate of each tier that has one.
+    public var issueRates: [String: IssuanceLimiter.Rate] {
+        var rates: [String: IssuanceLimiter.Rate] = [:]
+        for tier in users {
+            guard let perSecond = tier.issuePerSecond else { continue }
+            rates[tier.tier] = .init(perSecond: perSecond, burst: Double(tier.issueBurst ?? max(Int(perSecond * 10), 10)))
+        }
+        return rates
     }
 
     /// The tier of each user token; a token listed under several tiers keeps the last.

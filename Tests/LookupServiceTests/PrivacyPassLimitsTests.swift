@@ -1,0 +1,122 @@
+import Foundation
+import GRDB
+import LookupClient
+import LookupProtocol
+import LookupService
+import PrivacyPass
+import ServiceTestSupport
+import Synchronization
+import Testing
+
+/// Privacy Pass under abuse: oversized issuance bodies, issuance floods from one user token, tokens minted for
+/// another issuer name, and a nonce store that stays bounded and cheap to forget.
+@Suite("Privacy Pass limits")
+struct PrivacyPassLimitsTests {
+    static let deviceHeaders = [("User-Identifier", "pp-limits"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
+
+    static func start(edit: (inout ServiceConfig) -> Void = { _ in }) async throws -> TestServer {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 40)
+        return try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases, edit: edit))
+    }
+
+    @Test("/issue: 413 for a body over 4 KiB; a tier's rate answers 429 with Retry-After")
+    func issueLimits() async throws {
+        let server = try await Self.start { config in
+            config.users[1].issuePerSecond = 0.5  // tier2 (BBBB): a burst of 3, then one every 2 s
+            config.users[1].issueBurst = 3
+        }
+        let key = try TokenKey(spki: try await server.http.send(method: .GET, path: "/token-key-for-user-token",
+                                                                headers: [("Authorization", "Bearer BBBB")], body: nil).body)
+        let oversized = [UInt8](repeating: 7, count: 5000)
+        let (status, body) = try await server.http.send(path: "/issue", headers: [("Authorization", "Bearer AAAA")], body: oversized)
+        #expect(status == 413 && String(decoding: body, as: UTF8.self).contains("exceeds 4096 bytes"))
+        var statuses: [Int] = []
+        var retryAfter: [String] = []
+        for _ in 0..<5 {
+            let (request, _) = try TokenClient(tokenKey: key).request(challenge: TokenChallenge(issuerName: "callveil"))
+            let answer = try await server.http.exchange(path: "/issue", headers: [("Authorization", "Bearer BBBB")], body: request.serialize())
+            statuses.append(answer.status)
+            retryAfter += answer.headers.filter { $0.0.lowercased() == "retry-after" }.map(\.1)
+        }
+        #expect(statuses == [200, 200, 200, 429, 429], "\(statuses)")
+        #expect(retryAfter.count == 2 && retryAfter.allSatisfy { (Int($0) ?? 0) >= 1 && (Int($0) ?? 0) <= 2 })
+        // Another user token of a tier without a rate is not limited.
+        for _ in 0..<5 { _ = try #require(try await server.tokens?.authorization()) }
+        await server.stop()
+    }
+
+    @Test("Token buckets: refill at the tier's rate, capped at the burst; unknown tiers unlimited")
+    func limiter() {
+        let now = Mutex(ContinuousClock.now)
+        let limiter = IssuanceLimiter(rates: ["t": .init(perSecond: 2, burst: 4)], clock: { now.withLock { $0 } })
+        #expect((0..<4).allSatisfy { _ in limiter.take(userToken: "a", tier: "t") == nil })
+        #expect(limiter.take(userToken: "a", tier: "t") == 1)
+        #expect(limiter.take(userToken: "b", tier: "t") == nil)  // per user token
+        now.withLock { $0 += .milliseconds(500) }  // one token back
+        #expect(limiter.take(userToken: "a", tier: "t") == nil)
+        #expect(limiter.take(userToken: "a", tier: "t") != nil)
+        now.withLock { $0 += .seconds(60) }  // full again, not more
+        #expect((0..<4).allSatisfy { _ in limiter.take(userToken: "a", tier: "t") == nil })
+        #expect(limiter.take(userToken: "a", tier: "t") != nil)
+        #expect((0..<100).allSatisfy { _ in limiter.take(userToken: "a", tier: "other") == nil })
+    }
+
+    @Test("A token whose challenge names another issuer is refused; a configured issuer name is accepted")
+    func challengeDigest() async throws {
+        for (names, accepted) in [(nil, ["callveil"]), (["lookup.example.net", "other"], ["lookup.example.net", "other"])] as [([String]?, [String])] {
+            let server = try await Self.start { $0.privacyPass?.issuerNames = names }
+            for name in ["callveil", "elsewhere", "lookup.example.net", "other"] {
+                let auth = PrivacyPassAuthorization(issuer: server.http, userToken: "AAAA", issuerName: name, batch: 1)
+                let token = try #require(try await auth.authorization())
+                let body: [UInt8] = try ProtoConfigRequest.with { $0.usecases = [DemoDataset.block] }.serializedBytes()
+                let (status, reason) = try await server.post("/config", body: body, headers: Self.deviceHeaders + [("Authorization", token)], token: false)
+                if accepted.contains(name) {
+                    #expect(status == 200, "\(name) with names \(names ?? ["default"])")
+                } else {
+                    #expect(status == 401 && String(decoding: reason, as: UTF8.self).contains("Token did not pass verification"), "\(name)")
+                }
+            }
+            await server.stop()
+        }
+    }
+
+    static func nonce(_ i: Int) -> [UInt8] { [UInt8](repeating: UInt8(i & 0xff), count: 31) + [UInt8(i >> 8)] }
+
+    @Test("Nonce store: per-key forgetting (empty and non-empty key lists), a cap per key, migration from one table")
+    func nonceStore() async throws {
+        let directory = try temporaryDirectory()
+        let a = [UInt8](repeating: 0xA1, count: 32), b = [UInt8](repeating: 0xB2, count: 32)
+        let store = try SQLiteNonceStore(path: "\(directory)/n.sqlite", maxPerKey: 5)
+        for i in 0..<5 { #expect(try await store.spend(nonce: Self.nonce(i), keyID: a)) }
+        for i in 0..<3 { #expect(try await store.spend(nonce: Self.nonce(i), keyID: b)) }
+        #expect(try await !store.spend(nonce: Self.nonce(1), keyID: b))  // double spend
+        await #expect(throws: NonceStoreFull.self) { try await store.spend(nonce: Self.nonce(9), keyID: a) }  // a is full
+        #expect(try await store.count() == 8)
+        #expect(try await store.forget(keyIDsNotIn: [a]) == 3)  // b retired: its table dropped
+        #expect(try await store.count() == 5)
+        #expect(try await !store.spend(nonce: Self.nonce(0), keyID: a))  // a's nonces kept
+        #expect(try await store.spend(nonce: Self.nonce(0), keyID: b))  // b starts afresh (its tokens are refused before this anyway)
+        #expect(try await store.forget(keyIDsNotIn: []) == 6)  // no key accepted: everything forgotten
+        #expect(try await store.count() == 0)
+        #expect(try await store.spend(nonce: Self.nonce(0), keyID: a))
+
+        // A store written by the one-table schema is migrated with its nonces.
+        let old = "\(directory)/old.sqlite"
+        let queue = try DatabaseQueue(path: old)
+        try await queue.write { db in
+            try db.execute(sql: """
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1');
+                CREATE TABLE spent_nonces (nonce BLOB PRIMARY KEY NOT NULL, key_id BLOB NOT NULL, spent_at REAL NOT NULL) WITHOUT ROWID;
+                """)
+            for i in 0..<4 { try db.execute(sql: "INSERT INTO spent_nonces VALUES (?, ?, 0)", arguments: [Data(Self.nonce(i)), Data(i < 3 ? a : b)]) }
+        }
+        try queue.close()
+        let migrated = try SQLiteNonceStore(path: old)
+        #expect(try await migrated.count() == 4)
+        #expect(try await !migrated.spend(nonce: Self.nonce(2), keyID: a))
+        #expect(try await !migrated.spend(nonce: Self.nonce(3), keyID: b))
+        #expect(try await migrated.spend(nonce: Self.nonce(3), keyID: a))
+    }
+}
