@@ -45,7 +45,7 @@ cmp -s "$work/identities.csv" "$work/b/identities.csv" && fail "dataset B does n
 "$bin" build-db --input "$work/b/identities.csv" --output "$work/b" 2>/dev/null
 process_block "$work/b" "$work/b/block" 1024
 process_block "$work/b" "$work/c-block" 2048
-cp cluster/demo/service-config.json "$work/service-config.json"
+netns_service_config
 
 netns_keys w1 w2 w3
 netns_cluster_yaml w1 w2

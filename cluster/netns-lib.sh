@@ -37,6 +37,18 @@ netns_up() {
     ip netns exec "$n" ip link set lo up
   done
   url="http://${ips[0]}:8080"
+  admin_url="http://${ips[0]}:9090"
+}
+
+# netns_service_config: the demo service config with the admin listener (/healthz, /metrics) on the
+# coordinator's address, where the root namespace reaches it.
+netns_service_config() {
+  python3 - cluster/demo/service-config.json "$work/service-config.json" "${ips[0]}" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config.setdefault("http", {})["adminHost"] = sys.argv[3]
+json.dump(config, open(sys.argv[2], "w"), indent=2)
+PY
 }
 
 # netns_keys <worker ids…>: the coordinator's and each worker's CURVE key pair.
@@ -85,7 +97,7 @@ wait_for() {
   echo "$tag: FAIL (timed out waiting for $what)"; tail -5 "$work"/*.log; exit 1
 }
 
-health() { curl -sf --max-time 5 "$url/healthz"; }
+health() { curl -sf --max-time 5 "$admin_url/healthz"; }
 # health_field <python expression on h, the /healthz JSON>
 health_field() { health | python3 -c "import json,sys; h=json.load(sys.stdin); print($1)"; }
 shards_on() { health_field "h['executor']['workers'].get('$1', 0)"; }

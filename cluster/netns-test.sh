@@ -19,7 +19,7 @@ netns_up
 "$bin" build-db --input "$work/identities.csv" --output "$work" 2>/dev/null
 "$bin" process-db --input "$work/block.binpb" --output "$work/block" --shard-count 4 --fixed-bucket-count 1024 2>/dev/null
 "$bin" process-db --input "$work/identity.binpb" --output "$work/identity" --shard-count 2 2>/dev/null
-cp cluster/demo/service-config.json "$work/service-config.json"
+netns_service_config
 
 netns_keys w1 w2 w3
 netns_cluster_yaml w1 w2 w3

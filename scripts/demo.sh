@@ -30,7 +30,7 @@ In another terminal, look numbers up like an iPhone does:
   $bin query --url http://127.0.0.1:$port --user-token AAAA --number ${samples[1]}    # a business
   $bin query --url http://127.0.0.1:$port --user-token AAAA --number ${samples[3]}    # not in the database
 
-Metrics: curl http://127.0.0.1:$port/metrics    Health: curl http://127.0.0.1:$port/healthz
+Metrics: curl http://127.0.0.1:9090/metrics    Health: curl http://127.0.0.1:9090/healthz   (the admin listener, loopback only)
 
 MSG
 exec "$bin" serve --config "$demo/service-config.json" --port "$port"

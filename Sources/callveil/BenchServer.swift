@@ -20,11 +20,12 @@ struct BenchServer {
     static func start(dataset: BenchDataset, workers: Int, logger: Logger) async throws -> BenchServer {
         let directory = "\(dataset.directory)/server-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"])],
+        var config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"])],
                                    usecases: [.init(name: BenchDataset.block, fileStem: "\(dataset.directory)/block/shard"),
                                               .init(name: BenchDataset.identity, fileStem: "\(dataset.directory)/identity/shard")],
                                    keys: .init(database: "\(directory)/keys.sqlite"),
                                    privacyPass: .init(keyDirectory: "\(directory)/issuer-keys", nonceDatabase: "\(directory)/nonces.sqlite"))
+        config.http = .init(adminPort: 0)
         let configPath = "\(directory)/service-config.json"
         try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
         let cluster = try EmbeddedCluster()

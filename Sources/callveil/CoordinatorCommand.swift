@@ -29,7 +29,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
             try ClusterCoordinator(context: context, options: coordinatorOptions, keyStore: store, logger: logger)
         }, logger: logger)
         let host = cluster.host ?? "127.0.0.1"
-        let app = server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true) { port in
+        let app = server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true, onAdminRunning: { port in
+            logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(server.http.adminHost ?? "127.0.0.1"):\(port)")])
+        }) { port in
             logger.info("coordinator listening", metadata: ["http": .string("http://\(host):\(port)"), "workers": .string(cluster.bind)])
         }
         try await app.runService()

@@ -5,7 +5,8 @@ import Foundation
 import LookupCluster
 import LookupService
 
-/// `callveil serve`: the single-host service on one port (PIR endpoints, `/healthz`, `/metrics`).
+/// `callveil serve`: the single-host service: the PIR endpoints and the token issuer on `--host:--port`, `/healthz`
+/// and `/metrics` on the admin listener (`http.adminHost:adminPort` of the service config, 127.0.0.1:9090 by default).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -36,7 +37,9 @@ struct ServeCommand: AsyncParsableCommand {
                                                                dataDirectory: dataDirectory, logger: logger)
         let workerCount = workers
         let host = self.host
-        let app = server.makeApplication(host: host, port: port, reloadOnSIGHUP: true) { port in
+        let app = server.makeApplication(host: host, port: port, reloadOnSIGHUP: true, onAdminRunning: { port in
+            logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(server.http.adminHost ?? "127.0.0.1"):\(port)")])
+        }) { port in
             logger.info("listening", metadata: ["url": .string("http://\(host):\(port)"), "workers": "\(workerCount)"])
         }
         try await app.runService()

@@ -10,6 +10,8 @@ import Synchronization
 public struct TestServer: Sendable {
     public let server: LookupServer
     public let url: String
+    /// The admin listener (`/healthz`, `/metrics`).
+    public let adminURL: String
     public let group: ServiceGroup
     public let task: Task<Void, any Error>
     /// Fetches real Privacy Pass tokens (user token `AAAA`, tier1) when the server requires them.
@@ -25,14 +27,19 @@ public struct TestServer: Sendable {
     public static func start(configPath: String, makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)? = nil) async throws -> TestServer {
         let server = try await LookupServer(configPath: configPath, makeExecutor: makeExecutor, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = server.makeApplication(host: "127.0.0.1", port: 0) { port in continuation.yield(port) }
+        let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()
+        let app = server.makeApplication(host: "127.0.0.1", port: 0, onAdminRunning: { adminContinuation.yield($0) }) { port in
+            continuation.yield(port)
+        }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CancellationError() }
+        var adminIterator = adminPorts.makeAsyncIterator()
+        guard let port = await iterator.next(), let adminPort = await adminIterator.next() else { throw CancellationError() }
         let url = "http://127.0.0.1:\(port)"
         let tokens = server.issuerKeys == nil ? nil : PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: url), userToken: "AAAA")
-        return TestServer(server: server, url: url, group: group, task: task, tokens: tokens)
+        return TestServer(server: server, url: url, adminURL: "http://\(server.http.adminHost ?? "127.0.0.1"):\(adminPort)", group: group,
+                          task: task, tokens: tokens)
     }
 
     /// Stops the server and waits for it.
@@ -43,6 +50,8 @@ public struct TestServer: Sendable {
 
     /// An HTTP client for this server.
     public var http: LookupHTTPClient { LookupHTTPClient(baseURL: url) }
+    /// An HTTP client for its admin listener.
+    public var admin: LookupHTTPClient { LookupHTTPClient(baseURL: adminURL) }
 
     /// Raw POST with explicit headers, plus a fresh token when the server requires one and `token` is true.
     public func post(_ path: String, body: [UInt8], headers: [(String, String)], token: Bool = true) async throws -> (status: Int, body: [UInt8]) {
@@ -73,6 +82,7 @@ public func writeServiceConfig(in directory: String, usecases: [ServiceConfig.Us
     var config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"]), .init(tier: "tier2", tokens: ["BBBB"])],
                                usecases: usecases, keys: .init(database: "\(directory)/keys.sqlite", maxAgeSeconds: keyMaxAge),
                                privacyPass: .init(enabled: privacyPass), computeThreads: 2, concurrentQueries: 2)
+    config.http = .init(adminPort: 0)  // tests run side by side: a free admin port each
     edit(&config)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

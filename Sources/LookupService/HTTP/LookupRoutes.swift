@@ -5,24 +5,13 @@ import NIOCore
 import SwiftProtobuf
 
 /// The HTTP routes: the PIR endpoints behind their middleware chain (Privacy Pass → User-Identifier →
-/// User-Agent, SPEC-PIR §7.3; `/config` gzip-encoded when accepted), and the operational endpoints `/healthz` and `/metrics`.
+/// User-Agent, SPEC-PIR §7.3; `/config` gzip-encoded when accepted). `/healthz` and `/metrics` are on the admin
+/// listener (`AdminRoutes`).
 public enum LookupRoutes {
-    /// Adds every route to `router`; `verifier` nil leaves the PIR endpoints unauthenticated.
-    public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, registry: UseCaseRegistry,
-                           metrics: ServiceMetrics, verifier: (any PrivateTokenVerifier)?, executor: any ShardExecutor) {
+    /// Adds the public routes to `router`; `verifier` nil leaves the PIR endpoints unauthenticated.
+    public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, metrics: ServiceMetrics,
+                           verifier: (any PrivateTokenVerifier)?) {
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
-        router.get("/healthz") { _, _ -> Response in
-            let versions = registry.allVersions.map {
-                "{\"usecase\":\"\($0.name)\",\"configId\":\"\($0.configIDHex)\",\"shards\":\($0.configuration.shards.count)}"
-            }
-            return Response(status: .ok, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\",\"versions\":[\(versions.joined(separator: ","))]"
-                                + (executor.healthJSON.map { ",\"executor\":\($0)" } ?? "") + "}")))
-        }
-        router.get("/metrics") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
-        }
         let pir = router.group()
         if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier)) }
         pir.add(middleware: UserIdentifierMiddleware())

@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import LookupProtocol
+import NIOCore
 import PIR
 import ServiceLifecycle
 import Synchronization
@@ -33,6 +35,8 @@ public actor LookupServer {
     public nonisolated let issuerNames: [String]
     /// `/issue` rate per user token, by tier.
     public nonisolated let issuanceLimiter: IssuanceLimiter
+    /// Listener limits and the admin listener, as read at start (a reload does not move listeners).
+    public nonisolated let http: ServiceConfig.HTTPSettings
     private let logger: Logger
 
     /// Reads the config, opens the key store and loads every use case. `makeExecutor` builds the shard executor
@@ -71,6 +75,7 @@ public actor LookupServer {
         let privacyPass = config.privacyPass ?? .init()
         issuerNames = privacyPass.issuerNames ?? ["callveil"]
         issuanceLimiter = IssuanceLimiter(rates: config.issueRates)
+        http = config.http ?? .init()
         if privacyPass.enabled ?? true {
             let ring = try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys",
                                          lifetime: TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400),
@@ -161,25 +166,41 @@ public actor LookupServer {
         return PrivacyPassVerifier(keys: issuerKeys, nonces: nonces, issuerNames: issuerNames)
     }
 
-    /// The router with every route of the service.
+    /// The router of the public port: the PIR endpoints and the token issuer.
     public nonisolated func makeRouter() -> Router<LookupRequestContext> {
         let router = Router(context: LookupRequestContext.self)
-        LookupRoutes.add(to: router, api: api, registry: registry, metrics: metrics, verifier: verifier, executor: executor)
+        LookupRoutes.add(to: router, api: api, metrics: metrics, verifier: verifier)
         if let issuerKeys {
             PrivacyPassRoutes.add(to: router, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tiers.withLock { $0[token] } }
         }
         return router
     }
 
-    /// The HTTP application on `host:port` with the background services (key expiry, reload on SIGHUP when
-    /// `reloadOnSIGHUP`); `onServerRunning` receives the bound port.
+    /// The HTTP application on `host:port` (at most `http.maxConnections` connections, each request read within
+    /// `http.requestTimeoutSeconds`) with the admin listener (`/healthz`, `/metrics` on `http.adminHost:adminPort`)
+    /// and the background services (key expiry, reload on SIGHUP when `reloadOnSIGHUP`); `onServerRunning` and
+    /// `onAdminRunning` receive the bound ports.
     public nonisolated func makeApplication(host: String, port: Int, reloadOnSIGHUP: Bool = false,
+                                            onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
                                             onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         -> some ApplicationProtocol {
-        var services: [any Service] = [MaintenanceService(server: self, logger: logger)]
+        let adminRouter = Router()
+        AdminRoutes.add(to: adminRouter, registry: registry, metrics: metrics, executor: executor)
+        let adminPort = http.adminPort ?? 9090
+        let admin = Application(router: adminRouter,
+                                configuration: .init(address: .hostname(http.adminHost ?? "127.0.0.1", port: adminPort), serverName: "CallVeil"),
+                                onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
+                                logger: logger)
+        var services: [any Service] = [admin, MaintenanceService(server: self, logger: logger)]
         if reloadOnSIGHUP { services.append(ReloadOnSignalService(server: self, logger: logger)) }
-        return Application(router: makeRouter(),
-                           configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil"),
+        let metrics = self.metrics
+        let timeout = TimeAmount.milliseconds(Int64((http.requestTimeoutSeconds ?? 30) * 1000))
+        let channel = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestDeadlineHandler(timeout: timeout) { metrics.increment("callveil_http_request_timeouts_total") }],
+            idleTimeout: timeout)
+        return Application(router: makeRouter(), server: .http1(configuration: channel),
+                           configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",
+                                                availableConnectionsDelegate: MaximumAvailableConnections(http.maxConnections ?? 1024)),
                            services: services,
                            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
                            logger: logger)

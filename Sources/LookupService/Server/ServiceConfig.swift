@@ -97,6 +97,32 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
     }
 
+    /// Listener limits and the admin listener.
+    public struct HTTPSettings: Codable, Sendable, Equatable {
+        /// Open connections on the public port at most; beyond, new connections wait in the kernel's backlog
+        /// (default 1024).
+        public var maxConnections: Int?
+        /// Seconds a client has to send a whole request (headers and body), counted from the connection's
+        /// opening or the previous response; then the connection is closed (default 30).
+        public var requestTimeoutSeconds: Double?
+        /// Seconds a request may wait for compute before it is answered 503 (default 10).
+        public var queueTimeoutSeconds: Double?
+        /// Address of the admin listener (`/healthz`, `/metrics`; default 127.0.0.1).
+        public var adminHost: String?
+        /// Port of the admin listener (default 9090; 0 picks a free one).
+        public var adminPort: Int?
+
+        /// Settings.
+        public init(maxConnections: Int? = nil, requestTimeoutSeconds: Double? = nil, queueTimeoutSeconds: Double? = nil,
+                    adminHost: String? = nil, adminPort: Int? = nil) {
+            self.maxConnections = maxConnections
+            self.requestTimeoutSeconds = requestTimeoutSeconds
+            self.queueTimeoutSeconds = queueTimeoutSeconds
+            self.adminHost = adminHost
+            self.adminPort = adminPort
+        }
+    }
+
     /// Not used by CallVeil; accepted for compatibility with the reference's file.
     public var issuerRequestUri: String?
     /// User tiers.
@@ -111,6 +137,8 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
     public var computeThreads: Int?
     /// Queries computed at the same time (default 2).
     public var concurrentQueries: Int?
+    /// Listener limits and the admin listener.
+    public var http: HTTPSettings?
 
     /// A configuration.
     public init(users: [UserTier], usecases: [UseCase], keys: Keys? = nil, privacyPass: PrivacyPass? = nil,
@@ -164,6 +192,10 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
             throw ConfigError("privacyPass.issuerNames: a name must have 1 to 65535 bytes")
         }
         if let n = privacyPass?.maxNoncesPerKey, n < 1 { throw ConfigError("privacyPass.maxNoncesPerKey \(n) out of range") }
+        if let n = http?.maxConnections, n < 1 || n > 1_000_000 { throw ConfigError("http.maxConnections \(n) out of range") }
+        if let t = http?.requestTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.requestTimeoutSeconds \(t) out of range") }
+        if let t = http?.queueTimeoutSeconds, !(t >= 0.01 && t <= 600) { throw ConfigError("http.queueTimeoutSeconds \(t) out of range") }
+        if let p = http?.adminPort, p < 0 || p > 65535 { throw ConfigError("http.adminPort \(p) out of range") }
     }
 
     /// The `/issue` rate of each tier that has one.

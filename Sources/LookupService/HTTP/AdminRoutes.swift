@@ -1,0 +1,25 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// The operational endpoints, `/healthz` (use-case versions and the executor's state) and `/metrics`
+/// (Prometheus): served on the admin listener (loopback by default), never on the public port, since they tell
+/// an outsider the service's size, load and cluster layout.
+public enum AdminRoutes {
+    /// Adds `/healthz` and `/metrics` to `router`.
+    public static func add<Context: RequestContext>(to router: Router<Context>, registry: UseCaseRegistry, metrics: ServiceMetrics,
+                                                    executor: any ShardExecutor) {
+        router.get("/healthz") { _, _ -> Response in
+            let versions = registry.allVersions.map {
+                "{\"usecase\":\"\($0.name)\",\"configId\":\"\($0.configIDHex)\",\"shards\":\($0.configuration.shards.count)}"
+            }
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\",\"versions\":[\(versions.joined(separator: ","))]"
+                                + (executor.healthJSON.map { ",\"executor\":\($0)" } ?? "") + "}")))
+        }
+        router.get("/metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
+    }
+}

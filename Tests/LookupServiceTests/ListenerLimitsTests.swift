@@ -1,0 +1,76 @@
+import Foundation
+import LookupClient
+import LookupService
+import ServiceTestSupport
+import Testing
+
+/// The listeners: operational endpoints only on the admin listener; slow and idle clients cannot hold a socket;
+/// the number of connections is capped.
+@Suite("Listener limits")
+struct ListenerLimitsTests {
+    static func start(edit: @escaping (inout ServiceConfig) -> Void = { _ in }) async throws -> TestServer {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 30)
+        return try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases, edit: edit))
+    }
+
+    @Test("/healthz and /metrics answer on the admin listener only; the PIR endpoints only on the public port")
+    func adminListener() async throws {
+        let server = try await Self.start()
+        #expect(server.adminURL != server.url)
+        for path in ["/healthz", "/metrics"] {
+            #expect(try await server.http.send(method: .GET, path: path, headers: [], body: nil).status == 404, "\(path) on the public port")
+            #expect(try await server.admin.send(method: .GET, path: path, headers: [], body: nil).status == 200, "\(path) on the admin port")
+        }
+        #expect(try await server.admin.send(path: "/config", headers: [], body: []).status == 404)
+        #expect(try await server.http.send(method: .GET, path: "/.well-known/private-token-issuer-directory", headers: [], body: nil).status == 200)
+        await server.stop()
+    }
+
+    @Test("A request not fully received within the timeout (slow headers, slow body, idle keep-alive) closes its connection")
+    func requestTimeout() async throws {
+        let server = try await Self.start { $0.http?.requestTimeoutSeconds = 1 }
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let slowHeaders = try RawConnection(port: port)
+        slowHeaders.send("POST /config HTTP/1.1\r\nHost: x\r\nUser-Ag")
+        let slowBody = try RawConnection(port: port)
+        slowBody.send("POST /config HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc")
+        let idle = try RawConnection(port: port)
+        let start = Date()
+        for (name, connection) in [("slow headers", slowHeaders), ("slow body", slowBody), ("idle", idle)] {
+            let (_, closed) = await connection.read(seconds: 5)
+            #expect(closed, "\(name) still open after \(Date().timeIntervalSince(start)) s")
+        }
+        #expect(Date().timeIntervalSince(start) < 8)  // 1 s, plus slack for parallel tests on two cores
+        // A prompt client is served, and its keep-alive connection is closed once idle for the timeout.
+        let prompt = try RawConnection(port: port)
+        prompt.send("GET /.well-known/private-token-issuer-directory HTTP/1.1\r\nHost: x\r\n\r\n")
+        var answer: [UInt8] = []
+        var closed = false
+        let asked = Date()
+        while !closed, Date().timeIntervalSince(asked) < 10 {
+            let (bytes, end) = await prompt.read(seconds: 0.2)
+            answer += bytes
+            closed = end
+        }
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        #expect(closed && Date().timeIntervalSince(asked) >= 1, "closed \(closed) after \(Date().timeIntervalSince(asked)) s")
+        await server.stop()
+    }
+
+    @Test("Connections beyond the cap wait until one closes")
+    func connectionCap() async throws {
+        let server = try await Self.start { $0.http?.maxConnections = 2; $0.http?.requestTimeoutSeconds = 2 }
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let held = try (0..<2).map { _ in try RawConnection(port: port) }  // idle: closed by the server after 2 s
+        try await Task.sleep(for: .milliseconds(200))
+        let third = try RawConnection(port: port)
+        third.send("GET /.well-known/private-token-issuer-directory HTTP/1.1\r\nHost: x\r\n\r\n")
+        let (early, _) = await third.read(seconds: 1)
+        #expect(early.isEmpty, "served while two connections were open")
+        let (late, _) = await third.read(seconds: 6)
+        #expect(String(decoding: late, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        for connection in held { #expect(await connection.read(seconds: 0.1).closed) }
+        await server.stop()
+    }
+}

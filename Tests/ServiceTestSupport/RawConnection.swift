@@ -1,0 +1,58 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain TCP connection to a loopback port, for tests that must misbehave below HTTP (send a request slowly,
+/// hold a connection idle) where an HTTP client would not.
+public final class RawConnection: @unchecked Sendable {
+    private let fd: Int32
+
+    /// Connects to `127.0.0.1:port`.
+    public init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends `text` (errors ignored: the peer may have closed).
+    public func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads what arrives within `seconds`: the bytes, and whether the peer closed the connection. It waits on a
+    /// Dispatch thread, so a test's wait never takes a thread of the concurrency pool the server under test needs.
+    public func read(seconds: Double) async -> (bytes: [UInt8], closed: Bool) {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: self.blockingRead(seconds: seconds)) }
+        }
+    }
+
+    private func blockingRead(seconds: Double) -> (bytes: [UInt8], closed: Bool) {
+        var out: [UInt8] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while Date() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(max(deadline.timeIntervalSinceNow * 1000, 1)))
+            guard ready > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return (out, true) }
+            out += buffer[0..<n]
+        }
+        return (out, false)
+    }
+}
