@@ -101,3 +101,11 @@ public struct SerializedEvaluationKey: Sendable, Equatable {
             && lhs.relinearizationKey == rhs.relinearizationKey
     }
 }
+
+extension EvaluationKey {
+    /// Bytes the parsed key holds in memory (every key-switching key's coefficients and narrow copies), about
+    /// nine times its serialized size: what the parsed-key cache charges for it.
+    public var memoryBytes: Int {
+        galoisKeys.values.reduce(0) { $0 + $1.memoryBytes } + (relinearizationKey?.memoryBytes ?? 0)
+    }
+}

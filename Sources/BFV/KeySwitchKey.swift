@@ -106,3 +106,13 @@ public struct KeySwitchKey: Sendable, Equatable {
         })
     }
 }
+
+extension KeySwitchKey {
+    /// Bytes this key holds in memory: the 64-bit polynomial coefficients of its ciphertexts and the 32-bit
+    /// narrow copies (words and Shoup quotients) the fused key switch uses. What a cache of parsed keys charges.
+    public var memoryBytes: Int {
+        let wide = ciphertexts.reduce(0) { total, ct in total + ct.polys.reduce(0) { $0 + $1.data.count * 8 } }
+        let narrowBytes = (narrow ?? []).reduce(0) { $0 + $1.count * 4 } + (narrowShoup ?? []).reduce(0) { $0 + $1.count * 4 }
+        return wide + narrowBytes
+    }
+}

@@ -21,10 +21,30 @@ extension ClusterCoordinator {
         let deadline = ContinuousClock.now + options.requestTimeout
         for _ in 0..<options.maxAttempts {
             var choice = reserve(shard, excluding: tried)
-            // Every replica at its credit: wait for a slot (back-pressure) rather than overload a worker.
-            while case .busy = choice, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(2))
-                choice = reserve(shard, excluding: tried)
+            if case .busy = choice {
+                // Every replica at its credit: wait for a slot (back-pressure) rather than overload a worker, but only
+                // so many queries and only so long; beyond, shed with 503 + Retry-After.
+                let admitted = state.withLock { s in
+                    guard s.waiting < options.maxWaitingQueries else { return false }
+                    s.waiting += 1
+                    return true
+                }
+                guard admitted else {
+                    options.metrics?.increment("callveil_cluster_queries_shed_total")
+                    throw LookupError.unavailable("Server busy: every replica is at capacity")
+                }
+                defer { state.withLock { $0.waiting -= 1 } }
+                let waitUntil = min(deadline, ContinuousClock.now + options.queueTimeout)
+                var pause = Duration.milliseconds(1)
+                while case .busy = choice, ContinuousClock.now < waitUntil {
+                    try await Task.sleep(for: pause)
+                    pause = min(pause * 2, .milliseconds(16))
+                    choice = reserve(shard, excluding: tried)
+                }
+                if case .busy = choice {
+                    options.metrics?.increment("callveil_cluster_queries_shed_total")
+                    throw LookupError.unavailable("Server busy: no replica had capacity in time")
+                }
             }
             guard case .reserved(let worker, let id) = choice else { break }
             tried.insert(worker)

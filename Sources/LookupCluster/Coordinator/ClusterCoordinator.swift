@@ -43,6 +43,11 @@ public final class ClusterCoordinator: ShardExecutor {
         public var faults: LinkFaults?
         /// Where cluster counters are recorded.
         public var metrics: ServiceMetrics?
+        /// Queries waiting for a replica's credit at most; beyond, 503 at once (the coordinator sheds load instead
+        /// of queueing without bound).
+        public var maxWaitingQueries = 256
+        /// Longest wait for a replica's credit before a query is answered 503.
+        public var queueTimeout: Duration = .seconds(5)
 
         /// Settings binding `bind`.
         public init(bind: String) { self.bind = bind }
@@ -60,6 +65,8 @@ public final class ClusterCoordinator: ShardExecutor {
         /// Content of each desired shard, for transfers.
         var sources: [ShardKey: TransferSource] = [:]
         var pending: [UInt64: Pending] = [:]
+        /// Queries waiting for credit.
+        var waiting = 0
         /// Membership or shards changed: placement is recomputed on the next pass.
         var planDirty = false
         var stopped = false

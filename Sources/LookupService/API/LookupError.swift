@@ -39,6 +39,7 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func from(_ error: any Error) -> LookupError? {
         switch error {
         case let e as LookupError: return e
+        case let e as ComputePoolError: return .unavailable("Server busy: \(e)")
         case let e as HEError: return .badRequest("Invalid ciphertext or key: \(e)")
         case let e as PIRError: return .badRequest("Invalid PIR request: \(e)")
         case let e as ProtocolError: return .badRequest("Invalid message: \(e)")

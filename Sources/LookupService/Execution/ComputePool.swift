@@ -1,27 +1,210 @@
 import Dispatch
+import Synchronization
 
-/// Runs homomorphic work off the Swift concurrency pool and the HTTP event loops, at most `width` jobs at a
-/// time (each job itself spreads over the PIR core's threads).
+/// Runs homomorphic work off the Swift concurrency pool and the HTTP event loops: at most `width` jobs at a time
+/// (each job itself spreads over the PIR core's threads), the rest waiting in a bounded queue per lane. A job
+/// waits without holding a thread; when its lane's queue is full it is refused at once (`ComputePoolError.busy`,
+/// answered 503 with `Retry-After`), and a job whose deadline has passed or whose caller has gone is dropped
+/// before it starts. Queries go first; key parsing runs on at most `keyWidth` slots, so a flood of key uploads can
+/// slow lookups by at most that share and never queue in front of them.
 public final class ComputePool: Sendable {
-    private let queue = DispatchQueue(label: "callveil.compute", attributes: .concurrent)
-    private let slots: DispatchSemaphore
-    /// Jobs allowed to run at once.
-    public let width: Int
-
-    /// A pool running `width` jobs at once.
-    public init(width: Int) {
-        self.width = max(width, 1)
-        slots = DispatchSemaphore(value: self.width)
+    /// What a job is, which decides its queue and its share of the slots.
+    public enum Lane: Int, Sendable, CaseIterable {
+        /// A PIR query (and installing a shard).
+        case query
+        /// Parsing and checking an evaluation key.
+        case key
     }
 
-    /// Runs `work` on the pool and returns its result.
-    public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { [slots] in
-                slots.wait()
-                defer { slots.signal() }
-                continuation.resume(with: Result { try work() })
+    /// Queue bounds and the key lane's share.
+    public struct Limits: Sendable, Equatable {
+        /// Query jobs waiting at most (beyond: 503).
+        public var queryQueue: Int
+        /// Key jobs waiting at most (beyond: 503).
+        public var keyQueue: Int
+        /// Slots key jobs may take at once.
+        public var keyWidth: Int
+        /// Longest wait in the queue before a job is dropped (503), unless the caller gives its own deadline.
+        public var queueTimeout: Duration
+
+        /// Limits.
+        public init(queryQueue: Int = 64, keyQueue: Int = 16, keyWidth: Int = 1, queueTimeout: Duration = .seconds(10)) {
+            self.queryQueue = max(queryQueue, 0)
+            self.keyQueue = max(keyQueue, 0)
+            self.keyWidth = max(keyWidth, 1)
+            self.queueTimeout = queueTimeout
+        }
+    }
+
+    final class Job: Sendable {
+        let lane: Lane
+        let deadline: ContinuousClock.Instant
+        let body: @Sendable () -> Void
+        let fail: @Sendable (ComputePoolError) -> Void
+        let cancelled = Atomic<Bool>(false)
+        init(lane: Lane, deadline: ContinuousClock.Instant, body: @escaping @Sendable () -> Void,
+             fail: @escaping @Sendable (ComputePoolError) -> Void) {
+            self.lane = lane
+            self.deadline = deadline
+            self.body = body
+            self.fail = fail
+        }
+    }
+
+    struct State {
+        var waiting: [[Job]] = Array(repeating: [], count: Lane.allCases.count)
+        var heads: [Int] = Array(repeating: 0, count: Lane.allCases.count)
+        var running: [Int] = Array(repeating: 0, count: Lane.allCases.count)
+        var refused: [Int] = Array(repeating: 0, count: Lane.allCases.count)
+        var expired = 0
+
+        func queued(_ lane: Lane) -> Int { waiting[lane.rawValue].count - heads[lane.rawValue] }
+        var runningTotal: Int { running.reduce(0, +) }
+    }
+
+    private let queue = DispatchQueue(label: "callveil.compute", attributes: .concurrent)
+    private let state = Mutex(State())
+    /// Jobs allowed to run at once.
+    public let width: Int
+    /// Queue bounds.
+    public let limits: Limits
+
+    /// A pool running `width` jobs at once.
+    public init(width: Int, limits: Limits = Limits()) {
+        self.width = max(width, 1)
+        var limits = limits
+        limits.keyWidth = min(limits.keyWidth, self.width)
+        self.limits = limits
+    }
+
+    /// Runs `work` on the pool in `lane` and returns its result; throws `ComputePoolError` when the lane's queue
+    /// is full, the job waited past `deadline` (default: now + `limits.queueTimeout`), or the caller was cancelled
+    /// before it started.
+    public func run<T: Sendable>(lane: Lane = .query, deadline: ContinuousClock.Instant? = nil,
+                                 _ work: @escaping @Sendable () throws -> T) async throws -> T {
+        let deadline = deadline ?? .now + limits.queueTimeout
+        let box = Mutex<Job?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                let job = Job(lane: lane, deadline: deadline, body: { continuation.resume(with: Result { try work() }) },
+                              fail: { continuation.resume(throwing: $0) })
+                box.withLock { $0 = job }
+                submit(job)
             }
+        } onCancel: {
+            box.withLock { $0 }?.cancelled.store(true, ordering: .relaxed)
+        }
+    }
+
+    /// Jobs waiting and running per lane, and jobs refused or expired so far (for metrics and tests).
+    public var snapshot: (queued: [Lane: Int], running: [Lane: Int], refused: [Lane: Int], expired: Int) {
+        state.withLock { s in
+            (Dictionary(uniqueKeysWithValues: Lane.allCases.map { ($0, s.queued($0)) }),
+             Dictionary(uniqueKeysWithValues: Lane.allCases.map { ($0, s.running[$0.rawValue]) }),
+             Dictionary(uniqueKeysWithValues: Lane.allCases.map { ($0, s.refused[$0.rawValue]) }), s.expired)
+        }
+    }
+
+    private func submit(_ job: Job) {
+        enum Outcome { case start, queued, refused }
+        let outcome: Outcome = state.withLock { s in
+            if canStart(job.lane, s) {
+                s.running[job.lane.rawValue] += 1
+                return .start
+            }
+            guard s.queued(job.lane) < (job.lane == .query ? limits.queryQueue : limits.keyQueue) else {
+                s.refused[job.lane.rawValue] += 1
+                return .refused
+            }
+            s.waiting[job.lane.rawValue].append(job)
+            return .queued
+        }
+        switch outcome {
+        case .start: launch(job)
+        case .queued: break
+        case .refused: job.fail(.busy(job.lane))
+        }
+    }
+
+    private func canStart(_ lane: Lane, _ s: State) -> Bool {
+        guard s.runningTotal < width else { return false }
+        switch lane {
+        case .query: return s.queued(.query) == 0
+        case .key: return s.running[Lane.key.rawValue] < limits.keyWidth && s.queued(.query) == 0 && s.queued(.key) == 0
+        }
+    }
+
+    private func launch(_ job: Job) {
+        queue.async { [self] in
+            if job.cancelled.load(ordering: .relaxed) {
+                job.fail(.cancelled)
+            } else if ContinuousClock.now > job.deadline {
+                state.withLock { $0.expired += 1 }
+                job.fail(.deadlinePassed)
+            } else {
+                job.body()
+            }
+            finished(job.lane)
+        }
+    }
+
+    /// A slot is free: start the next job, queries first, keys within their share; drop expired or cancelled ones.
+    private func finished(_ lane: Lane) {
+        var dropped: [(Job, ComputePoolError)] = []
+        let next: Job? = state.withLock { s in
+            s.running[lane.rawValue] -= 1
+            let now = ContinuousClock.now
+            for candidate in [Lane.query, .key] {
+                if candidate == .key && s.running[Lane.key.rawValue] >= limits.keyWidth { continue }
+                while s.queued(candidate) > 0 {
+                    let job = s.waiting[candidate.rawValue][s.heads[candidate.rawValue]]
+                    s.heads[candidate.rawValue] += 1
+                    if s.heads[candidate.rawValue] > 64, s.heads[candidate.rawValue] * 2 > s.waiting[candidate.rawValue].count {
+                        s.waiting[candidate.rawValue].removeFirst(s.heads[candidate.rawValue])
+                        s.heads[candidate.rawValue] = 0
+                    }
+                    if job.cancelled.load(ordering: .relaxed) {
+                        dropped.append((job, .cancelled))
+                    } else if now > job.deadline {
+                        s.expired += 1
+                        dropped.append((job, .deadlinePassed))
+                    } else {
+                        s.running[candidate.rawValue] += 1
+                        return job
+                    }
+                }
+            }
+            return nil
+        }
+        for (job, error) in dropped { job.fail(error) }
+        if let next { launch(next) }
+    }
+}
+
+extension ComputePool {
+    /// Runs `work` on a Dispatch thread outside the admission queues (installing a shard at reload must not be
+    /// refused because lookups saturate the pool, nor block a thread of the concurrency pool).
+    public static func detached<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
+/// Why the compute pool did not run a job.
+public enum ComputePoolError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The lane's queue is full: the process is saturated now.
+    case busy(ComputePool.Lane)
+    /// The job waited in the queue past its deadline.
+    case deadlinePassed
+    /// The caller went away before the job started.
+    case cancelled
+
+    public var description: String {
+        switch self {
+        case .busy(let lane): return "compute queue full (\(lane))"
+        case .deadlinePassed: return "waited too long for compute"
+        case .cancelled: return "cancelled before it started"
         }
     }
 }

@@ -48,7 +48,7 @@ public final class LocalShardExecutor: ShardExecutor {
     public func installShard(useCase: String, configID: [UInt8], index: Int, shardCount: Int, database: ProcessedDatabase,
                              context: Context) async throws {
         let threads = self.threads
-        let server = try await pool.run { try MulPirServer(context: context, database: database, threads: threads) }
+        let server = try await ComputePool.detached { try MulPirServer(context: context, database: database, threads: threads) }
         installed.withLock { all in
             let id = VersionID(name: useCase, configID: configID)
             var entry = all[id] ?? Installed(context: context, shardCount: shardCount, servers: [:])
@@ -73,10 +73,10 @@ public final class LocalShardExecutor: ShardExecutor {
 
     /// Parses and caches a pushed key so the first query with it does not wait.
     public func cacheKey(user: String, identifier: [UInt8], timestamp: UInt64, serialized: [UInt8], context: Context) async throws {
-        let key = try await pool.run {
+        let key = try await pool.run(lane: .key) {
             try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context)
         }
-        cache.put(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp), key, bytes: serialized.count * 4)
+        cache.put(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp), key, bytes: key.memoryBytes)
     }
 
     public func retire(useCase: String, configID: [UInt8]) async {
@@ -122,7 +122,7 @@ public final class LocalShardExecutor: ShardExecutor {
             let key = try await pool.run {
                 try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: stored.serialized).native(), context: context)
             }
-            cache.put(cacheKey, key, bytes: stored.serialized.count * 4)
+            cache.put(cacheKey, key, bytes: key.memoryBytes)
             return key
         }
     }

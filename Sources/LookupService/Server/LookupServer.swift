@@ -56,7 +56,9 @@ public actor LookupServer {
                                                  maxAge: TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600))
         let metrics = metrics ?? ServiceMetrics()
         let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
-        let pool = pool ?? ComputePool(width: config.concurrentQueries ?? 2)
+        let width = config.concurrentQueries ?? 2
+        let queueTimeout = Duration.milliseconds(Int64((config.http?.queueTimeoutSeconds ?? 10) * 1000))
+        let pool = pool ?? ComputePool(width: width, limits: .init(queryQueue: width * 32, keyQueue: 16, keyWidth: 1, queueTimeout: queueTimeout))
         let executor = try makeExecutor?(store) ?? LocalShardExecutor(keyStore: store, cache: cache, pool: pool,
                                                                       threads: config.computeThreads, metrics: metrics)
         var limits = LookupAPI.Limits()
@@ -122,13 +124,13 @@ public actor LookupServer {
             }
             do {
                 let logger = self.logger
-                let loaded = try await Task.detached {
+                let loaded = try await ComputePool.detached {  // file reads and checksums: off the concurrency pool
                     try UseCaseLoader.load(useCase) { done, total in
                         if done == total || done % 16 == 0 {
                             logger.info("loading shards", metadata: ["usecase": .string(useCase.name), "done": "\(done)/\(total)"])
                         }
                     }
-                }.value
+                }
                 try await executor.install(loaded)
                 for old in registry.install(loaded.version, keep: keep) {
                     await executor.retire(useCase: useCase.name, configID: old.configuration.configID)

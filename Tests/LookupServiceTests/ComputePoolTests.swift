@@ -1,0 +1,115 @@
+import Dispatch
+import Foundation
+import LookupService
+import ServiceTestSupport
+import Synchronization
+import Testing
+
+/// The compute pool's admission: bounded queues refuse at once, deadlines drop stale work before it starts,
+/// queries go before key parsing, key parsing keeps to its share, and cancelled callers' work never runs.
+@Suite("Compute pool admission")
+struct ComputePoolTests {
+    /// A job that holds its slot until `release` is signalled.
+    static func hold(_ pool: ComputePool, lane: ComputePool.Lane = .query, release: DispatchSemaphore, started: DispatchSemaphore? = nil)
+        -> Task<Void, any Error> {
+        Task {
+            try await pool.run(lane: lane) {
+                started?.signal()
+                release.wait()
+            }
+        }
+    }
+
+    /// Waits (off the concurrency pool) until `semaphore` is signalled.
+    static func wait(_ semaphore: DispatchSemaphore) async {
+        await withCheckedContinuation { c in DispatchQueue.global().async { semaphore.wait(); c.resume() } }
+    }
+
+    /// Polls until the pool reports `count` jobs queued in `lane`.
+    static func waitQueued(_ pool: ComputePool, _ lane: ComputePool.Lane, _ count: Int) async throws {
+        for _ in 0..<500 where pool.snapshot.queued[lane] != count { try await Task.sleep(for: .milliseconds(5)) }
+        let queued = pool.snapshot.queued[lane]
+        #expect(queued == count)
+    }
+
+    @Test("A full queue refuses at once; queued jobs run when the slot frees")
+    func boundedQueue() async throws {
+        let pool = ComputePool(width: 1, limits: .init(queryQueue: 2, queueTimeout: .seconds(30)))
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let holder = Self.hold(pool, release: release, started: started)
+        await Self.wait(started)
+        let queued = (0..<2).map { i in Task { try await pool.run { i } } }
+        try await Self.waitQueued(pool, .query, 2)
+        await #expect(throws: ComputePoolError.busy(.query)) { try await pool.run { 99 } }
+        let refused = pool.snapshot.refused[.query]
+        #expect(refused == 1)
+        release.signal()
+        try await holder.value
+        let values = [try await queued[0].value, try await queued[1].value]
+        #expect(values == [0, 1])
+    }
+
+    @Test("A job that waited past its deadline is dropped before it starts")
+    func deadline() async throws {
+        let pool = ComputePool(width: 1, limits: .init(queueTimeout: .milliseconds(100)))
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let holder = Self.hold(pool, release: release, started: started)
+        await Self.wait(started)
+        let ran = Tally()
+        let late = Task { try await pool.run { ran.add() } }
+        try await Task.sleep(for: .milliseconds(300))
+        release.signal()
+        try await holder.value
+        await #expect(throws: ComputePoolError.deadlinePassed) { try await late.value }
+        let expired = pool.snapshot.expired
+        #expect(ran.count == 0 && expired == 1)
+    }
+
+    @Test("Queries go before waiting key parsing; key parsing keeps to its share of the slots")
+    func lanes() async throws {
+        let pool = ComputePool(width: 2, limits: .init(keyWidth: 1, queueTimeout: .seconds(30)))
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let key = Self.hold(pool, lane: .key, release: release, started: started)
+        await Self.wait(started)
+        // One slot is free, but the key lane has its one slot: a second key waits, a query runs at once.
+        let order = Order()
+        let secondKey = Task { try await pool.run(lane: .key) { order.append("key") } }
+        try await Self.waitQueued(pool, .key, 1)
+        let queryRelease = DispatchSemaphore(value: 0), queryStarted = DispatchSemaphore(value: 0)
+        let query = Self.hold(pool, release: queryRelease, started: queryStarted)
+        await Self.wait(queryStarted)  // ran although a key was queued before it
+        // Both slots busy: a query queued after the key still runs first.
+        let laterQuery = Task { try await pool.run { order.append("query") } }
+        try await Self.waitQueued(pool, .query, 1)
+        queryRelease.signal()
+        try await query.value
+        try await laterQuery.value
+        release.signal()
+        try await key.value
+        try await secondKey.value
+        #expect(order.items == ["query", "key"])
+    }
+
+    @Test("A caller cancelled while its job waits: the job never runs")
+    func cancellation() async throws {
+        let pool = ComputePool(width: 1, limits: .init(queueTimeout: .seconds(30)))
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let holder = Self.hold(pool, release: release, started: started)
+        await Self.wait(started)
+        let ran = Tally()
+        let waiting = Task { try await pool.run { ran.add() } }
+        try await Self.waitQueued(pool, .query, 1)
+        waiting.cancel()
+        release.signal()
+        try await holder.value
+        await #expect(throws: ComputePoolError.cancelled) { try await waiting.value }
+        #expect(ran.count == 0)
+    }
+}
+
+/// Labels appended by concurrent jobs, in order.
+final class Order: Sendable {
+    private let list = Mutex<[String]>([])
+    func append(_ item: String) { list.withLock { $0.append(item) } }
+    var items: [String] { list.withLock { $0 } }
+}

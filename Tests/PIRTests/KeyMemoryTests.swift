@@ -1,0 +1,28 @@
+import BFV
+import LookupProtocol
+@testable import PIR
+import Testing
+
+/// What a parsed evaluation key costs in memory, which the parsed-key cache charges: its 64-bit coefficients and
+/// the 32-bit narrow copies, about nine times the serialized (seeded, packed) key, not the four times once assumed.
+@Suite("Parsed key memory")
+struct KeyMemoryTests {
+    @Test("memoryBytes counts every polynomial and narrow copy, 6–12× the serialized size")
+    func footprint() throws {
+        let encryption = EncryptionParameters(.n_4096_logq_27_28_28_logt_5)
+        let context = try Context(parameters: encryption)
+        let rows = (0..<300).map { (keyword: Array("+1555\($0)".utf8), value: [UInt8(1)]) }
+        let entries = try KeywordDatabaseProcessor.shard(rows: rows, shardCount: 1, sharding: .sha256)[0]
+        let shard = try KeywordDatabaseProcessor.process(shard: 0, entries: entries, options: ProcessingOptions(encryption: encryption),
+                                                         maxValueLength: 1, context: context)
+        let key = try EvaluationKey(config: shard.evaluationKeyConfig, secretKey: SecretKey(context: context))
+        let serialized: [UInt8] = try ProtoEvaluationKey(key.serialize()).serializedBytes()
+        let parsed = try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context)
+        let polynomials = parsed.galoisKeys.values.flatMap(\.ciphertexts).flatMap(\.polys)
+        #expect(!polynomials.isEmpty)
+        let wide = polynomials.reduce(0) { $0 + $1.data.count * 8 }
+        #expect(parsed.memoryBytes >= wide)  // plus the narrow copies when the key context fits 32-bit words
+        let ratio = Double(parsed.memoryBytes) / Double(serialized.count)
+        #expect(ratio > 6 && ratio < 12, "parsed \(parsed.memoryBytes) B for \(serialized.count) serialized B: \(ratio)×")
+    }
+}
