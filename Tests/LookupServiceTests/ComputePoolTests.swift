@@ -20,6 +20,17 @@ struct ComputePoolTests {
         }
     }
 
+    /// A one-slot pool whose slot is taken (until `release`), and a job waiting behind it that counts in `ran`.
+    static func blockedJob(queueTimeout: Duration) async -> (pool: ComputePool, release: DispatchSemaphore, holder: Task<Void, any Error>,
+                                                           ran: Tally, waiting: Task<Void, any Error>) {
+        let pool = ComputePool(width: 1, limits: .init(queueTimeout: queueTimeout))
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let holder = hold(pool, release: release, started: started)
+        await wait(started)
+        let ran = Tally()
+        return (pool, release, holder, ran, Task { try await pool.run { ran.add() } })
+    }
+
     /// Waits (off the concurrency pool) until `semaphore` is signalled.
     static func wait(_ semaphore: DispatchSemaphore) async {
         await withCheckedContinuation { c in DispatchQueue.global().async { semaphore.wait(); c.resume() } }
@@ -51,12 +62,7 @@ struct ComputePoolTests {
 
     @Test("A job that waited past its deadline is dropped before it starts")
     func deadline() async throws {
-        let pool = ComputePool(width: 1, limits: .init(queueTimeout: .milliseconds(100)))
-        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
-        let holder = Self.hold(pool, release: release, started: started)
-        await Self.wait(started)
-        let ran = Tally()
-        let late = Task { try await pool.run { ran.add() } }
+        let (pool, release, holder, ran, late) = await Self.blockedJob(queueTimeout: .milliseconds(100))
         try await Task.sleep(for: .milliseconds(300))
         release.signal()
         try await holder.value
@@ -92,12 +98,7 @@ struct ComputePoolTests {
 
     @Test("A caller cancelled while its job waits: the job never runs")
     func cancellation() async throws {
-        let pool = ComputePool(width: 1, limits: .init(queueTimeout: .seconds(30)))
-        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
-        let holder = Self.hold(pool, release: release, started: started)
-        await Self.wait(started)
-        let ran = Tally()
-        let waiting = Task { try await pool.run { ran.add() } }
+        let (pool, release, holder, ran, waiting) = await Self.blockedJob(queueTimeout: .seconds(30))
         try await Self.waitQueued(pool, .query, 1)
         waiting.cancel()
         release.signal()
