@@ -1,3 +1,4 @@
+import DequeModule
 import Dispatch
 import Synchronization
 
@@ -49,16 +50,21 @@ public final class ComputePool: Sendable {
             self.body = body
             self.fail = fail
         }
+
+        /// Why the job must not start now, if it must not: its caller went away, or it waited past its deadline.
+        func dropReason(now: ContinuousClock.Instant) -> ComputePoolError? {
+            if cancelled.load(ordering: .relaxed) { return .cancelled }
+            return now > deadline ? .deadlinePassed : nil
+        }
     }
 
     struct State {
-        var waiting: [[Job]] = Array(repeating: [], count: Lane.allCases.count)
-        var heads: [Int] = Array(repeating: 0, count: Lane.allCases.count)
+        var waiting: [Deque<Job>] = Array(repeating: [], count: Lane.allCases.count)
         var running: [Int] = Array(repeating: 0, count: Lane.allCases.count)
         var refused: [Int] = Array(repeating: 0, count: Lane.allCases.count)
         var expired = 0
 
-        func queued(_ lane: Lane) -> Int { waiting[lane.rawValue].count - heads[lane.rawValue] }
+        func queued(_ lane: Lane) -> Int { waiting[lane.rawValue].count }
         var runningTotal: Int { running.reduce(0, +) }
     }
 
@@ -134,13 +140,12 @@ public final class ComputePool: Sendable {
         }
     }
 
+    /// Runs a job that holds a slot, unless it must be dropped after all, then frees the slot.
     private func launch(_ job: Job) {
         queue.async { [self] in
-            if job.cancelled.load(ordering: .relaxed) {
-                job.fail(.cancelled)
-            } else if ContinuousClock.now > job.deadline {
-                state.withLock { $0.expired += 1 }
-                job.fail(.deadlinePassed)
+            if let reason = job.dropReason(now: .now) {  // cancelled since admission, or a deadline given already past
+                if reason == .deadlinePassed { state.withLock { $0.expired += 1 } }
+                job.fail(reason)
             } else {
                 job.body()
             }
@@ -156,22 +161,13 @@ public final class ComputePool: Sendable {
             let now = ContinuousClock.now
             for candidate in [Lane.query, .key] {
                 if candidate == .key && s.running[Lane.key.rawValue] >= limits.keyWidth { continue }
-                while s.queued(candidate) > 0 {
-                    let job = s.waiting[candidate.rawValue][s.heads[candidate.rawValue]]
-                    s.heads[candidate.rawValue] += 1
-                    if s.heads[candidate.rawValue] > 64, s.heads[candidate.rawValue] * 2 > s.waiting[candidate.rawValue].count {
-                        s.waiting[candidate.rawValue].removeFirst(s.heads[candidate.rawValue])
-                        s.heads[candidate.rawValue] = 0
-                    }
-                    if job.cancelled.load(ordering: .relaxed) {
-                        dropped.append((job, .cancelled))
-                    } else if now > job.deadline {
-                        s.expired += 1
-                        dropped.append((job, .deadlinePassed))
-                    } else {
+                while let job = s.waiting[candidate.rawValue].popFirst() {
+                    guard let reason = job.dropReason(now: now) else {
                         s.running[candidate.rawValue] += 1
                         return job
                     }
+                    if reason == .deadlinePassed { s.expired += 1 }
+                    dropped.append((job, reason))
                 }
             }
             return nil
