@@ -1,4 +1,5 @@
 import Foundation
+import LookupProtocol
 import PIR
 import Synchronization
 
@@ -36,6 +37,14 @@ public struct LoadGenerator: Sendable {
             self.alternatives = alternatives
             self.converged = converged
             changedRows = alternatives.isEmpty ? [] : present.indices.filter { alternatives[present[$0].number] != nil }
+        }
+
+        /// The truth of identity records: each number's block value and identity value, as the databases built
+        /// from them answer.
+        public init(records: [IdentityRecord], absent: [String], alternatives: [String: (block: [UInt8]?, identity: [UInt8]?)] = [:],
+                    converged: @escaping @Sendable () -> Bool = { false }) throws {
+            self.init(present: try records.map { ($0.number, $0.blockValue, try $0.callIdentity()) }, absent: absent,
+                      alternatives: alternatives, converged: converged)
         }
 
         /// Indices of present rows with an alternative: a tenth of the lookups go to them, so a change is

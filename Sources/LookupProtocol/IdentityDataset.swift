@@ -30,6 +30,9 @@ public struct IdentityRecord: Sendable, Equatable {
         self.icon = icon
     }
 
+    /// The block value: `[1]` to block the caller, `[0]` not to.
+    public var blockValue: [UInt8] { [block ? 1 : 0] }
+
     /// The identity value: a serialized `CallIdentity`, or nil when it would be empty (no identity row).
     public func callIdentity() throws -> [UInt8]? {
         var identity = CallIdentity()
@@ -172,7 +175,7 @@ public enum IdentityDataset {
         for record in records {
             block.rows.append(.with {
                 $0.keyword = Data(record.number.utf8)
-                $0.value = Data([record.block ? 1 : 0])
+                $0.value = Data(record.blockValue)
             })
             if let value = try record.callIdentity() {
                 identity.rows.append(.with {

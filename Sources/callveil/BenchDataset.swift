@@ -42,8 +42,7 @@ struct BenchDataset {
             }
             records.append(record)
         }
-        let truth = LoadGenerator.Truth(present: try records.map { ($0.number, [$0.block ? 1 : 0], try $0.callIdentity()) },
-                                        absent: absentNumbers(avoiding: seen, seed: seed))
+        let truth = try LoadGenerator.Truth(records: records, absent: absentNumbers(avoiding: seen, seed: seed))
         let marker = "\(directory)/dataset.done"
         if FileManager.default.fileExists(atPath: marker)
             && (try? String(contentsOfFile: marker, encoding: .utf8)) == "\(rows) \(identitySize) \(blockShards) \(identityShards) \(preset.rawValue) \(corrupt) \(seed)" {
@@ -96,11 +95,11 @@ struct BenchDataset {
         var seen = Set(main.map(\.number))
         var alternatives: [String: (block: [UInt8]?, identity: [UInt8]?)] = [:]
         if let acceptEither {
-            let current = Dictionary(uniqueKeysWithValues: try main.map { ($0.number, ([UInt8]([$0.block ? 1 : 0]), try $0.callIdentity())) })
+            let current = Dictionary(uniqueKeysWithValues: main.map { ($0.number, $0) })
             let other = try records(acceptEither)
             for record in other {
-                let value = ([UInt8]([record.block ? 1 : 0]) as [UInt8]?, try record.callIdentity())
-                if let mine = current[record.number], mine.0 == value.0, mine.1 == value.1 { continue }
+                let value: (block: [UInt8]?, identity: [UInt8]?) = (record.blockValue, try record.callIdentity())
+                if let mine = current[record.number], mine.blockValue == value.block, try mine.callIdentity() == value.identity { continue }
                 alternatives[record.number] = value
             }
             let otherNumbers = Set(other.map(\.number))
@@ -108,8 +107,7 @@ struct BenchDataset {
             seen.formUnion(otherNumbers)
         }
         writeStderr("truth: \(main.count) numbers from \(path)\(acceptEither == nil ? "" : ", \(alternatives.count) of them may also answer as in \(acceptEither!)")\n")
-        return LoadGenerator.Truth(present: try main.map { ($0.number, [$0.block ? 1 : 0], try $0.callIdentity()) },
-                                   absent: absentNumbers(avoiding: seen, seed: seed), alternatives: alternatives,
+        return try LoadGenerator.Truth(records: main, absent: absentNumbers(avoiding: seen, seed: seed), alternatives: alternatives,
                                    converged: { convergedMarker.map { FileManager.default.fileExists(atPath: $0) } ?? false })
     }
 }

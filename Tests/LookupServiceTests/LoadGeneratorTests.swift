@@ -13,8 +13,7 @@ struct LoadGeneratorTests {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: 120)
         let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases))
-        let truth = LoadGenerator.Truth(present: try data.records.map { ($0.number, [$0.block ? 1 : 0], try $0.callIdentity()) },
-                                        absent: [DemoDataset.absentNumber])
+        let truth = try LoadGenerator.Truth(records: data.records, absent: [DemoDataset.absentNumber])
         let generator = LoadGenerator(url: server.url, blockUseCase: DemoDataset.block, identityUseCase: DemoDataset.identity,
                                       phones: 2, userToken: "AAAA", presentFraction: 0.75)
         let closed = try await generator.run(mode: .closed, duration: .seconds(2), truth: truth)
