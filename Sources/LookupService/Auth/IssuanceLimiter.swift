@@ -46,8 +46,7 @@ public final class IssuanceLimiter: Sendable {
                 buckets = buckets.filter { now - $0.value.updated < .seconds(600) }
             }
             var bucket = buckets[userToken] ?? Bucket(tokens: rate.burst, updated: now)
-            let elapsed = Double((now - bucket.updated).components.seconds) + Double((now - bucket.updated).components.attoseconds) / 1e18
-            bucket.tokens = min(rate.burst, bucket.tokens + elapsed * rate.perSecond)
+            bucket.tokens = min(rate.burst, bucket.tokens + (now - bucket.updated) / .seconds(1) * rate.perSecond)
             bucket.updated = now
             defer { buckets[userToken] = bucket }
             if bucket.tokens >= 1 {

@@ -54,11 +54,10 @@ public final class SQLiteNonceStore: NonceStore {
                 try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(table) (nonce BLOB PRIMARY KEY NOT NULL) WITHOUT ROWID")
                 try db.execute(sql: "INSERT OR IGNORE INTO nonce_keys (key_id, count) VALUES (?, 0)", arguments: [Data(keyID)])
             }
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE nonce = ?", arguments: [Data(nonce)]) != nil { return false }
-            let count = try Int.fetchOne(db, sql: "SELECT count FROM nonce_keys WHERE key_id = ?", arguments: [Data(keyID)]) ?? 0
-            guard count < limit else { throw NonceStoreFull(limit: limit) }
-            try db.execute(sql: "INSERT INTO \(table) (nonce) VALUES (?)", arguments: [Data(nonce)])
-            try db.execute(sql: "UPDATE nonce_keys SET count = count + 1 WHERE key_id = ?", arguments: [Data(keyID)])
+            try db.execute(sql: "INSERT OR IGNORE INTO \(table) (nonce) VALUES (?)", arguments: [Data(nonce)])
+            guard db.changesCount == 1 else { return false }  // spent before (also when the key is full)
+            try db.execute(sql: "UPDATE nonce_keys SET count = count + 1 WHERE key_id = ? AND count < ?", arguments: [Data(keyID), limit])
+            guard db.changesCount == 1 else { throw NonceStoreFull(limit: limit) }  // rolls the insert back
             return true
         }
         if !known { created.withLock { _ = $0.insert(table) } }
