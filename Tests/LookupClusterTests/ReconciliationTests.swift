@@ -119,31 +119,23 @@ struct ReconciliationTests {
         #expect(faults.tally.dropped > 0)
         print("lossy control plane: coordinator dropped \(faults.tally.dropped) of \(faults.tally.dropped + faults.tally.passed) control messages")
         let device = cluster.server.device()
-        for record in cluster.data.records.prefix(4) {
-            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
-        }
+        #expect(try await device.wrongBlockAnswers(cluster.data.records.prefix(4)) == [])
         for worker in workers { worker.stop() }
         await cluster.stop()
     }
 
     @Test("A corrupted .partial file fails the whole-shard checksum: detected, reported, fetched again")
     func corruptedPartial() async throws {
-        let cluster = try await ClusterTests.start(replication: 1, count: 3000, chunkBytes: 512)
-        var worker = try cluster.worker("w")
-        let shardDirectory = "\(cluster.directory)/worker-w"
-        let partial = try await ClusterTests.waitForPartialFile(in: shardDirectory, atLeast: 4096)
-        worker.kill()
+        let (cluster, partial) = try await ClusterTests.killedMidTransfer()
         let path = try #require(partial)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[100] ^= 0xFF  // a bit flip on disk, in a chunk already verified
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        worker = try cluster.worker("w")
+        let worker = try cluster.worker("w")
         #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(60)))
         #expect(worker.wholeShardFailures >= 1)
         let device = cluster.server.device()
-        for record in cluster.data.records.prefix(4) {
-            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
-        }
+        #expect(try await device.wrongBlockAnswers(cluster.data.records.prefix(4)) == [])
         worker.stop()
         await cluster.stop()
     }
@@ -202,9 +194,7 @@ struct AllowListReloadTests {
         try await Task.sleep(for: .seconds(1))
         #expect(coordinator.workers.keys.sorted() == ["b"], "a revoked worker's heartbeats are refused")
         let device = http.device()
-        for record in data.records.prefix(3) {
-            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])
-        }
+        #expect(try await device.wrongBlockAnswers(data.records.prefix(3)) == [])
         workerA.kill()
         workerB.stop()
         await http.stop()
