@@ -135,4 +135,29 @@ struct EndToEndTests {
         #expect(healthStatus == 200 && String(decoding: health, as: UTF8.self).contains("net.example.lookup.identity"))
         await server.stop()
     }
+
+    @Test("One User-Identifier holds at most one key per key config, however often it uploads")
+    func keysPerUserBounded() async throws {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory)
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases))
+        let device = server.device()
+        let names = [DemoDataset.block, DemoDataset.identity]
+        for _ in 0..<3 {
+            await device.forgetKeys()
+            try await device.syncConfig(names)
+        }
+        let headers = [("User-Identifier", await device.userIdentifier), ("User-Agent", await device.userAgent)]
+        let (_, body) = try await server.post("/config", body: try ProtoConfigRequest.with { $0.usecases = names }.serializedBytes(),
+                                              headers: headers)
+        let keyConfigs = Set(try ProtoConfigResponse(serializedBytes: body).keyInfo.map { try $0.keyConfig.serializedBytes() as [UInt8] })
+        #expect(!keyConfigs.isEmpty)
+        let usage = try await server.server.keyStore.usage()
+        #expect(usage.keys == keyConfigs.count)
+        let (_, metrics) = try await server.admin.send(method: .GET, path: "/metrics", headers: [], body: nil)
+        let gauge = String(decoding: metrics, as: UTF8.self).split(separator: "\n")
+            .first { $0.hasPrefix("callveil_evaluation_keys_stored ") }?.split(separator: " ").last.flatMap { Double($0) }
+        #expect(gauge == Double(keyConfigs.count))
+        await server.stop()
+    }
 }

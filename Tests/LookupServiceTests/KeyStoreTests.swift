@@ -1,10 +1,12 @@
 import Foundation
+import GRDB
 import LookupService
 import ServiceTestSupport
 import Synchronization
 import Testing
 
-/// The SQLite evaluation-key store: replace on re-upload, timestamps verbatim, expiry by age, durability.
+/// The SQLite evaluation-key store: replace on re-upload, timestamps verbatim, expiry by age, durability, the size
+/// limit with oldest-first eviction and its counters.
 @Suite("Evaluation-key store")
 struct KeyStoreTests {
     @Test("Keys are replaced, expire after the maximum age, and persist across reopening")
@@ -34,5 +36,57 @@ struct KeyStoreTests {
         #expect(try await reopened.key(user: "u2", identifier: id) == nil)
         #expect(try await reopened.count() == 0)
         #expect(try await reopened.purgeExpired() == 2)
+    }
+
+    @Test("Beyond its size limit the store evicts the keys uploaded longest ago, never the one just written")
+    func sizeLimitEvictsOldest() async throws {
+        let path = try temporaryDirectory() + "/keys.sqlite"
+        let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock: @Sendable () -> Date = { now.withLock { $0 } }
+        let store = try SQLiteEvaluationKeyStore(path: path, maxAge: 3600, maxBytes: 3000, clock: clock)
+        let id = [UInt8](repeating: 7, count: 32)
+        func put(_ user: String, bytes: Int) async throws -> KeyStoreUsage {
+            now.withLock { $0 = $0.addingTimeInterval(1) }
+            return try await store.store(.init(user: user, identifier: id, timestamp: 1, uploadedAt: clock(),
+                                               serialized: [UInt8](repeating: 1, count: bytes)))
+        }
+        #expect(try await put("u1", bytes: 1000) == KeyStoreUsage(keys: 1, bytes: 1000))
+        #expect(try await put("u2", bytes: 1000) == KeyStoreUsage(keys: 2, bytes: 2000))
+        #expect(try await put("u3", bytes: 1000) == KeyStoreUsage(keys: 3, bytes: 3000))
+        // Re-uploading u1 makes it the newest; replacing a key changes the byte count, not the key count.
+        #expect(try await put("u1", bytes: 500) == KeyStoreUsage(keys: 3, bytes: 2500))
+        // 1,500 more bytes: u2 (now the oldest) goes; 4,000 → 3,000.
+        #expect(try await put("u4", bytes: 1500) == KeyStoreUsage(keys: 3, bytes: 3000, evicted: 1))
+        #expect(try await store.timestamp(user: "u2", identifier: id) == nil)
+        // A key as large as the limit evicts everything else but is itself kept.
+        #expect(try await put("u5", bytes: 3000) == KeyStoreUsage(keys: 1, bytes: 3000, evicted: 3))
+        #expect(try await store.timestamp(user: "u5", identifier: id) == 1)
+        // Purging and reopening keep the counters true.
+        now.withLock { $0 = $0.addingTimeInterval(7200) }
+        #expect(try await store.purgeExpired() == 1)
+        #expect(try await SQLiteEvaluationKeyStore(path: path, maxBytes: 3000).usage() == KeyStoreUsage(keys: 0, bytes: 0))
+    }
+
+    @Test("A store written before the usage counters is migrated with its keys counted")
+    func countersMigration() async throws {
+        let path = try temporaryDirectory() + "/old.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            try db.execute(sql: """
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1');
+                CREATE TABLE evaluation_keys (user TEXT NOT NULL, identifier BLOB NOT NULL, timestamp INTEGER NOT NULL,
+                    uploaded_at REAL NOT NULL, key BLOB NOT NULL, PRIMARY KEY (user, identifier));
+                """)
+            for i in 0..<3 {
+                try db.execute(sql: "INSERT INTO evaluation_keys VALUES (?, ?, 1, ?, ?)",
+                               arguments: ["u\(i)", Data([1]), Date().timeIntervalSince1970, Data(count: 100 * (i + 1))])
+            }
+        }
+        try queue.close()
+        let store = try SQLiteEvaluationKeyStore(path: path)
+        #expect(try await store.usage() == KeyStoreUsage(keys: 3, bytes: 600))
+        try await store.store(.init(user: "u0", identifier: [1], timestamp: 2, uploadedAt: Date(), serialized: [1, 2]))
+        #expect(try await store.usage() == KeyStoreUsage(keys: 3, bytes: 502))
     }
 }

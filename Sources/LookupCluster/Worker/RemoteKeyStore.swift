@@ -61,10 +61,11 @@ public final class RemoteKeyStore: EvaluationKeyStore {
         try await key(user: user, identifier: identifier)?.timestamp
     }
 
-    public func store(_ key: StoredEvaluationKey) async throws {
+    public func store(_ key: StoredEvaluationKey) async throws -> KeyStoreUsage {
         throw LookupError(.internalServerError, "workers do not store keys")
     }
 
     public func purgeExpired() async throws -> Int { 0 }
     public func count() async throws -> Int { 0 }
+    public func usage() async throws -> KeyStoreUsage { KeyStoreUsage(keys: 0, bytes: 0) }
 }

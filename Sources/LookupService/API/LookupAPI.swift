@@ -126,11 +126,12 @@ public struct LookupAPI: Sendable {
                                                 uploadedAt: now, serialized: serialized))
         }
         for key in accepted {
-            try await keyStore.store(key)
+            let usage = try await keyStore.store(key)
+            metrics.recordKeyStore(usage)
+            if usage.evicted > 0 { logger.notice("Key store full: evicted the \(usage.evicted) keys uploaded longest ago") }
             keyCache.invalidate(user: user, identifier: key.identifier)
             await executor.keyUploaded(key)
         }
-        metrics.setKeysStored(try await keyStore.count())
     }
 
     /// `/queries`: each request routed to its use-case version and shard, run concurrently, answered in order.

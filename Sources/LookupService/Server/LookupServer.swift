@@ -53,7 +53,8 @@ public actor LookupServer {
         let config = try ServiceConfig.load(path: configPath)
         let keys = config.keys ?? .init()
         let store = try SQLiteEvaluationKeyStore(path: keys.database ?? "keys.sqlite",
-                                                 maxAge: TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600))
+                                                 maxAge: TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600),
+                                                 maxBytes: (keys.maxStoredMegabytes ?? 32 * 1024) << 20)
         let metrics = metrics ?? ServiceMetrics()
         let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
         let width = config.concurrentQueries ?? 2
@@ -92,7 +93,7 @@ public actor LookupServer {
             nonces = nil
         }
         _ = try await apply(config, failFast: true)
-        metrics.setKeysStored(try await store.count())
+        metrics.recordKeyStore(try await store.usage())
     }
 
     /// Re-reads the config file and loads every use case as its newest version (SPEC-PIR §7.9). Queries in
@@ -153,7 +154,7 @@ public actor LookupServer {
     /// keys, and updates the gauge. Returns the number of evaluation keys deleted.
     public func maintain() async throws -> Int {
         let purged = try await keyStore.purgeExpired()
-        metrics.setKeysStored(try await keyStore.count())
+        metrics.recordKeyStore(try await keyStore.usage())
         if let issuerKeys, let nonces {
             let tiers = Set(self.tiers.withLock { $0.values })
             if try issuerKeys.ensure(tiers: Array(tiers)) { logger.info("issuer keys rotated") }

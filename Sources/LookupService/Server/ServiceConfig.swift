@@ -55,13 +55,17 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         public var maxKeyBytes: Int?
         /// Memory for parsed keys kept ready for queries, in MiB (default 512).
         public var cacheMegabytes: Int?
+        /// Total size of the stored keys, in MiB; beyond it the keys uploaded longest ago are evicted (default 32,768).
+        public var maxStoredMegabytes: Int?
 
         /// Key settings.
-        public init(database: String? = nil, maxAgeSeconds: Int? = nil, maxKeyBytes: Int? = nil, cacheMegabytes: Int? = nil) {
+        public init(database: String? = nil, maxAgeSeconds: Int? = nil, maxKeyBytes: Int? = nil, cacheMegabytes: Int? = nil,
+                    maxStoredMegabytes: Int? = nil) {
             self.database = database
             self.maxAgeSeconds = maxAgeSeconds
             self.maxKeyBytes = maxKeyBytes
             self.cacheMegabytes = cacheMegabytes
+            self.maxStoredMegabytes = maxStoredMegabytes
         }
     }
 
@@ -191,6 +195,10 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         for name in privacyPass?.issuerNames ?? [] where name.isEmpty || name.utf8.count > 65535 {
             throw ConfigError("privacyPass.issuerNames: a name must have 1 to 65535 bytes")
         }
+        if let a = keys?.maxAgeSeconds, a < 1 { throw ConfigError("keys.maxAgeSeconds \(a) out of range") }
+        if let b = keys?.maxKeyBytes, b < 1 || b > 1 << 30 { throw ConfigError("keys.maxKeyBytes \(b) out of range") }
+        if let m = keys?.cacheMegabytes, m < 0 || m > 1 << 24 { throw ConfigError("keys.cacheMegabytes \(m) out of range") }
+        if let m = keys?.maxStoredMegabytes, m < 1 || m > 1 << 30 { throw ConfigError("keys.maxStoredMegabytes \(m) out of range") }
         if let n = privacyPass?.maxNoncesPerKey, n < 1 { throw ConfigError("privacyPass.maxNoncesPerKey \(n) out of range") }
         if let n = http?.maxConnections, n < 1 || n > 1_000_000 { throw ConfigError("http.maxConnections \(n) out of range") }
         if let t = http?.requestTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.requestTimeoutSeconds \(t) out of range") }

@@ -8,6 +8,8 @@ public final class ServiceMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private let keysStored: CoreMetrics.Gauge
+    private let keyBytesStored: CoreMetrics.Gauge
+    private let keysEvicted: CoreMetrics.Counter
 
     /// Metrics in a registry of their own (several services in one process do not mix).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -19,6 +21,8 @@ public final class ServiceMetrics: Sendable {
         ]
         self.factory = factory
         keysStored = CoreMetrics.Gauge(label: "callveil_evaluation_keys_stored", factory: factory)
+        keyBytesStored = CoreMetrics.Gauge(label: "callveil_evaluation_key_bytes_stored", factory: factory)
+        keysEvicted = CoreMetrics.Counter(label: "callveil_evaluation_keys_evicted_total", factory: factory)
     }
 
     /// Records one HTTP request.
@@ -50,9 +54,12 @@ public final class ServiceMetrics: Sendable {
         CoreMetrics.Gauge(label: label, dimensions: dimensions, factory: factory).record(value)
     }
 
-    /// Sets the number of stored (unexpired) evaluation keys.
-    public func setKeysStored(_ count: Int) {
-        keysStored.record(count)
+    /// Records what the evaluation-key store holds (keys and bytes, expired ones until purged) and the keys a
+    /// write evicted to stay within the store's size limit.
+    public func recordKeyStore(_ usage: KeyStoreUsage) {
+        keysStored.record(usage.keys)
+        keyBytesStored.record(usage.bytes)
+        if usage.evicted > 0 { keysEvicted.increment(by: usage.evicted) }
     }
 
     /// The Prometheus text exposition.

@@ -1,17 +1,21 @@
 import Foundation
 
-/// Durable storage of the devices' evaluation keys, keyed by (User-Identifier, key-config hash). Keys older
-/// than the store's maximum age are treated as absent. An interface, so a cluster can put a shared store
-/// behind it.
+/// Durable storage of the devices' evaluation keys, keyed by (User-Identifier, key-config hash), so one user
+/// holds at most one key per key config a use case offers. Keys older than the store's maximum age are treated
+/// as absent. An interface, so a cluster can put a shared store behind it.
 public protocol EvaluationKeyStore: Sendable {
-    /// Stores a key, replacing any key for the same (user, identifier).
-    func store(_ key: StoredEvaluationKey) async throws
+    /// Stores a key, replacing any key for the same (user, identifier); a store with a size limit evicts the
+    /// keys uploaded longest ago to stay within it. Returns what the store holds afterwards.
+    @discardableResult
+    func store(_ key: StoredEvaluationKey) async throws -> KeyStoreUsage
     /// The unexpired key for (user, identifier).
     func key(user: String, identifier: [UInt8]) async throws -> StoredEvaluationKey?
     /// The device timestamp of the unexpired key for (user, identifier), without reading the key.
     func timestamp(user: String, identifier: [UInt8]) async throws -> UInt64?
     /// Deletes expired keys; returns how many.
     func purgeExpired() async throws -> Int
-    /// Number of unexpired keys.
+    /// Number of unexpired keys (a scan; for maintenance, not per request).
     func count() async throws -> Int
+    /// What the store holds, from its counters.
+    func usage() async throws -> KeyStoreUsage
 }
