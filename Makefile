@@ -5,7 +5,7 @@ DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iprout
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_TEST_FLAGS ?= --parallel
 
-.PHONY: deps test run bench build clean cluster-test chaos
+.PHONY: deps test run bench build clean cluster-test chaos fuzz overload
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -31,6 +31,16 @@ cluster-test: deps
 # while simulated phones check every answer; prints a table. CALLVEIL_SEED, CALLVEIL_CHAOS_SECONDS tune it.
 chaos: deps
 	bash cluster/chaos.sh
+
+# Overload and hostile input against the default `serve` while a phone checks every answer (bench/overload.sh):
+# slow connections, 10 MiB /key uploads, 4x query capacity; prints a table, fails on a bound exceeded.
+overload: deps
+	bash bench/overload.sh
+
+# Coverage-guided fuzzing (fuzz/run.sh, libFuzzer + AddressSanitizer): every harness for FUZZ_SECONDS (600) each,
+# FUZZ_JOBS (2) at a time; not part of `make test`. Results: docs/operations.md.
+fuzz: deps
+	bash fuzz/run.sh
 
 # Main job: a local service with a demo dataset on 127.0.0.1:8080 (scripts/demo.sh).
 run: deps

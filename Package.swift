@@ -198,7 +198,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "TransportTests",
-            dependencies: ["ZeroMQ", "LZ4"],
+            dependencies: ["ZeroMQ", "LZ4", "ConformanceSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "PrivacyPassTests",

@@ -33,6 +33,7 @@ public actor LookupDevice {
     private var useCases: [String: UseCaseState] = [:]
     private var keys: [[UInt8]: KeyState] = [:]
     private var serverTimestamps: [[UInt8]: UInt64] = [:]
+    private var keyConfigs: [[UInt8]: EvaluationKeyConfigMessage] = [:]
     /// Bytes sent and received, for the bench harness.
     public private(set) var bytesSent = 0, bytesReceived = 0
     /// Size of the last evaluation-key upload body.
@@ -90,6 +91,7 @@ public actor LookupDevice {
         for status in response.keyInfo {
             let hash = Array(SHA256.hash(data: try status.keyConfig.serializedBytes() as [UInt8]))
             serverTimestamps[hash] = status.timestamp
+            keyConfigs[hash] = status.keyConfig
             if keys[hash]?.timestamp != status.timestamp {
                 try await uploadKey(for: status.keyConfig, hash: hash)
             }
@@ -101,11 +103,30 @@ public actor LookupDevice {
 
     /// Generates a new secret key for a key config and uploads its evaluation key.
     func uploadKey(for keyConfig: EvaluationKeyConfigMessage, hash: [UInt8]) async throws {
+        var timestamp = UInt64(Date().timeIntervalSince1970)
+        if let old = keys[hash]?.timestamp, old >= timestamp { timestamp = old + 1 }
+        let (bytes, secretKey) = try Self.keyUpload(for: keyConfig, hash: hash, timestamp: timestamp)
+        _ = try await post("/key", body: bytes)
+        lastKeyUploadBytes = bytes.count
+        keys[hash] = KeyState(secretKey: secretKey, timestamp: timestamp)
+        serverTimestamps[hash] = timestamp
+    }
+
+    /// A `/key` body with a fresh evaluation key for a synced use case's key config, not uploaded and not kept
+    /// (load tools send it from other User-Identifiers).
+    public func freshKeyUpload(for name: String) throws -> [UInt8] {
+        guard let state = useCases[name], let keyConfig = keyConfigs[state.keyConfigHash] else {
+            throw LookupClientError.unknownUseCase(name)
+        }
+        return try Self.keyUpload(for: keyConfig, hash: state.keyConfigHash,
+                                  timestamp: UInt64(Date().timeIntervalSince1970)).body
+    }
+
+    static func keyUpload(for keyConfig: EvaluationKeyConfigMessage, hash: [UInt8], timestamp: UInt64) throws
+        -> (body: [UInt8], secretKey: SecretKey) {
         let context = try Context(parameters: try keyConfig.encryptionParameters.native())
         let secretKey = SecretKey(context: context)
         let evaluationKey = try EvaluationKey(config: keyConfig.native(), secretKey: secretKey)
-        var timestamp = UInt64(Date().timeIntervalSince1970)
-        if let old = keys[hash]?.timestamp, old >= timestamp { timestamp = old + 1 }
         let body = ProtoEvaluationKeys.with {
             $0.keys = [.with {
                 $0.metadata = .with {
@@ -115,11 +136,7 @@ public actor LookupDevice {
                 $0.evaluationKey = ProtoEvaluationKey(evaluationKey.serialize())
             }]
         }
-        let bytes: [UInt8] = try body.serializedBytes()
-        _ = try await post("/key", body: bytes)
-        lastKeyUploadBytes = bytes.count
-        keys[hash] = KeyState(secretKey: secretKey, timestamp: timestamp)
-        serverTimestamps[hash] = timestamp
+        return (try body.serializedBytes(), secretKey)
     }
 
     /// Looks `keyword` up in a use case: the value, or nil when absent. Syncs config and key first if needed.

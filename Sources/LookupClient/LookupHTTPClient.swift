@@ -11,10 +11,14 @@ public struct LookupHTTPClient: Sendable {
     public var maxResponseBytes = 64 << 20
     /// Per-request timeout.
     public var timeout: TimeAmount = .seconds(60)
+    /// The connection pool (the process's shared one unless given: a load tool gives each source its own, so one
+    /// source's requests never queue behind another's in the client).
+    public let client: HTTPClient
 
     /// A client for `baseURL` (a trailing slash is dropped).
-    public init(baseURL: String) {
+    public init(baseURL: String, client: HTTPClient = .shared) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.client = client
     }
 
     /// One HTTP exchange: status and body.
@@ -35,7 +39,7 @@ public struct LookupHTTPClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/octet-stream")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+        let response = try await client.execute(request, timeout: timeout)
         let buffer = try await response.body.collect(upTo: maxResponseBytes)
         return (Int(response.status.code), response.headers.map { ($0.name, $0.value) }, Array(buffer.readableBytesView))
     }

@@ -1,3 +1,4 @@
+import ConformanceSupport
 import BFV
 import Testing
 
@@ -30,7 +31,7 @@ struct HomomorphicPropertyTests {
 
     @Test("encrypt/decrypt, add, subtract, negate, plaintext add", arguments: presets)
     func additive(preset: ParameterPreset) throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let s = try Setup(preset)
         let a = PlaintextModel.random(count: s.n, t: s.t, using: &rng)
         let b = PlaintextModel.random(count: s.n, t: s.t, using: &rng)
@@ -48,7 +49,7 @@ struct HomomorphicPropertyTests {
 
     @Test("ciphertext × plaintext and monomial products", arguments: presets)
     func plaintextProduct(preset: ParameterPreset) throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let s = try Setup(preset)
         let a = PlaintextModel.random(count: s.n, t: s.t, using: &rng)
         let b = PlaintextModel.sparse(count: s.n, terms: 3, t: s.t, using: &rng)
@@ -61,7 +62,7 @@ struct HomomorphicPropertyTests {
 
     @Test("ciphertext × ciphertext with relinearization", arguments: presets.filter { $0.coefficientModuli.count > 1 })
     func ciphertextProduct(preset: ParameterPreset) throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let s = try Setup(preset)
         let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: [], hasRelinearizationKey: true),
                                     secretKey: s.secretKey)
@@ -79,7 +80,7 @@ struct HomomorphicPropertyTests {
 
     @Test("Galois automorphisms with key switching", arguments: presets.filter { $0.coefficientModuli.count > 1 })
     func galois(preset: ParameterPreset) throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let s = try Setup(preset)
         let elements = [3, s.n + 1, 2 * s.n - 1]
         let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: elements, hasRelinearizationKey: false),
@@ -97,7 +98,7 @@ struct HomomorphicPropertyTests {
 
     @Test("modulus switching and every serialized form", arguments: presets)
     func serialization(preset: ParameterPreset) throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let s = try Setup(preset)
         let a = PlaintextModel.random(count: s.n, t: s.t, using: &rng)
         let ca = try s.encrypt(a)
@@ -134,7 +135,7 @@ struct HomomorphicPropertyTests {
     @Test("SIMD encoding: round trip, slot-wise products, rotations",
           arguments: presets.filter { EncryptionParameters($0).supportsSimdEncoding && $0.coefficientModuli.count > 1 })
     func simd(preset: ParameterPreset) throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let s = try Setup(preset)
         let a = PlaintextModel.random(count: s.n, t: s.t, using: &rng)
         let b = PlaintextModel.random(count: s.n, t: s.t, using: &rng)
@@ -160,7 +161,7 @@ struct HomomorphicPropertyTests {
 @Test("inner product equals the sum of ciphertext × plaintext", arguments: [ParameterPreset.insecure_n_8_logq_5x18_logt_5,
       .n_4096_logq_27_28_28_logt_5, .insecure_n_512_logq_4x60_logt_20])
 func innerProductMatchesProducts(preset: ParameterPreset) throws {
-    var rng = SystemRandomNumberGenerator()
+    var rng = TestRandom()
     let context = try Context(preset: preset)
     let sk = SecretKey(context: context)
     let t = preset.plaintextModulus

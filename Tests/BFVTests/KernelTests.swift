@@ -1,3 +1,4 @@
+import ConformanceSupport
 import BFV
 import CKernels
 import Testing
@@ -24,7 +25,7 @@ struct KernelTests {
     func ntt(preset: ParameterPreset) throws {
         let context = try Context(preset: preset)
         let ctx = context.keyContext
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let data = ctx.moduli.flatMap { q in (0..<context.degree).map { _ in UInt64.random(in: 0..<q.value, using: &rng) } }
         let poly = try PolyRq(context: ctx, format: .coeff, data: data)
         let results = Self.atEveryLevel { () -> ([UInt64], [UInt64]) in
@@ -43,7 +44,7 @@ struct KernelTests {
         let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
         let kernel = try #require(context.narrowKeySwitch)
         let n = context.degree
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let reduced = (0..<kernel.ciphertextWords).map { i in UInt32.random(in: 0..<kernel.moduli[(i / n) % kernel.rows], using: &rng) }
         func lazy(_ words: [UInt32], multiples: ClosedRange<UInt32>) -> [UInt32] {
             words.indices.map { i in words[i] + kernel.moduli[(i / n) % kernel.rows] * UInt32.random(in: multiples, using: &rng) }
@@ -72,7 +73,7 @@ struct KernelTests {
         let elements = [n + 1, n / 2 + 1, 3]
         let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: elements, hasRelinearizationKey: false),
                                     secretKey: secretKey)
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let values = (0..<n).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
         let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: .coeff)
         let input = ct.polys.flatMap { $0.data.map { UInt32($0) } }
@@ -96,7 +97,7 @@ struct KernelTests {
 
     @Test("scan block: every level equals the plain sum of products mod q", arguments: [1, 2, 3, 4, 7])
     func scanBlock(streams: Int) throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let q: UInt32 = 268_369_921
         let rows = 37
         let lazy = 5  // forces several reductions inside the block

@@ -1,3 +1,4 @@
+import ConformanceSupport
 import BFV
 import Foundation
 import LookupProtocol
@@ -46,7 +47,7 @@ struct MalformedMessageTests {
 
     @Test("query ciphertexts: truncations, random bytes and bit flips")
     func queries() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let sk = SecretKey(context: Self.context)
         let ct = try Self.context.encrypt(Self.context.encodeCoefficients([5]), secretKey: sk)
         let good: [UInt8] = try ProtoSerializedCiphertext(ct.serialize()).serializedBytes()
@@ -68,7 +69,7 @@ struct MalformedMessageTests {
 
     @Test("evaluation keys: truncations and bit flips")
     func keys() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let sk = SecretKey(context: Self.context)
         let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: [2049], hasRelinearizationKey: true), secretKey: sk)
         let good = try ProtoEvaluationKey(key.serialize()).deterministicBytes()

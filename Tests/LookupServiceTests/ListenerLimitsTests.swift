@@ -73,4 +73,44 @@ struct ListenerLimitsTests {
         for connection in held { #expect(await connection.read(seconds: 0.1).closed) }
         await server.stop()
     }
+
+    @Test("Request bodies in flight are bounded: beyond the budget a request is answered 503 with Retry-After, unread")
+    func bodyBudget() async throws {
+        let server = try await Self.start {
+            $0.privacyPass = .init(enabled: false)
+            $0.http?.maxBodyMegabytesInFlight = 10
+        }
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let head = "POST /key HTTP/1.1\r\nHost: x\r\nUser-Identifier: u1\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
+        // A 10 MiB upload that is slow to arrive holds the whole budget.
+        var holder: RawConnection? = try RawConnection(port: port)
+        holder?.send(head + "Content-Length: \(10 << 20)\r\n\r\nabc")
+        try await Task.sleep(for: .milliseconds(300))
+        let refused = try RawConnection(port: port)
+        refused.send(head + "Content-Length: 1000\r\n\r\n")
+        let (answer, _) = await refused.read(seconds: 5)
+        let text = String(decoding: answer, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 503"), "\(text.prefix(200))")
+        #expect(text.lowercased().contains("retry-after: 1"))
+        // The holder gone, its reservation is returned: a small request is read and judged on its content.
+        holder = nil
+        try await Task.sleep(for: .milliseconds(300))
+        let (status, _) = try await server.http.send(path: "/key", headers: [("User-Identifier", "u2"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2")],
+                                                     body: [0xFF, 0xFF])
+        #expect(status == 400)
+        await server.stop()
+    }
+
+    @Test("BodyBudget grants within its capacity and returns what a finished request held")
+    func bodyBudgetAccounting() async throws {
+        let budget = BodyBudget(capacity: 100)
+        let inner = try await budget.with(60) {
+            await #expect(throws: LookupError.self) { try await budget.with(41) {} }
+            return try await budget.with(40) { budget.inUse }
+        }
+        #expect(inner == 100)
+        #expect(budget.inUse == 0)
+        await #expect(throws: CancellationError.self) { try await budget.with(60) { throw CancellationError() } as Void }
+        #expect(budget.inUse == 0)
+    }
 }

@@ -1,3 +1,4 @@
+import ConformanceSupport
 import BFV
 import CKernels
 @testable import PIR
@@ -9,7 +10,7 @@ import Testing
 struct KernelPathTests {
     @Test("fused pipeline (AVX-512 and portable) equals the general pipeline on a 3,000-row block shard")
     func pathsAgree() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let numbers = ProcessingRoundTripTests.phoneNumbers(3_001, using: &rng)
         let rows = numbers.dropLast().map { (keyword: Array($0.utf8), value: [UInt8.random(in: 1...255, using: &rng)]) }
         let options = ProcessingOptions(encryption: EncryptionParameters(.n_4096_logq_27_28_28_logt_5))

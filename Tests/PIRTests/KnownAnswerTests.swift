@@ -1,3 +1,4 @@
+import ConformanceSupport
 import BFV
 import PIR
 import Testing
@@ -69,7 +70,7 @@ struct KnownAnswerTests {
         #expect(BytePacking.coefficients(from: [0xAB, 0xCD], bitsPerCoefficient: 4) == [0xA, 0xB, 0xC, 0xD])
         #expect(BytePacking.coefficients(from: [0xFF], bitsPerCoefficient: 3) == [7, 7, 6])
         #expect(BytePacking.bytes(from: [0xA, 0xB, 0xC, 0xD], bitsPerCoefficient: 4) == [0xAB, 0xCD])
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         for bits in 1...16 {
             let bytes = (0..<37).map { _ in UInt8.random(in: 0...255, using: &rng) }
             let back = BytePacking.bytes(from: BytePacking.coefficients(from: bytes, bitsPerCoefficient: bits), bitsPerCoefficient: bits)

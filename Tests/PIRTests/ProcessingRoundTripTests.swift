@@ -1,3 +1,4 @@
+import ConformanceSupport
 import BFV
 import PIR
 import Testing
@@ -16,7 +17,7 @@ struct ProcessingRoundTripTests {
 
     static func roundTrip(rows: [(keyword: [UInt8], value: [UInt8])], absent: [[UInt8]], options: ProcessingOptions,
                           queries: Int) throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let context = try Context(parameters: options.encryption)
         let shardEntries = try KeywordDatabaseProcessor.shard(rows: rows, shardCount: options.shardCount, sharding: options.sharding)
         let maxValue = rows.map(\.value.count).max() ?? 0
@@ -53,7 +54,7 @@ struct ProcessingRoundTripTests {
 
     @Test("10,000 block rows: present and absent numbers")
     func blockRoundTrip() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let numbers = Self.phoneNumbers(10_002, using: &rng)
         let rows = numbers.dropLast(2).map { (keyword: Array($0.utf8), value: [UInt8.random(in: 0...1, using: &rng)]) }
         try Self.roundTrip(rows: Array(rows), absent: numbers.suffix(2).map { Array($0.utf8) },
@@ -63,7 +64,7 @@ struct ProcessingRoundTripTests {
 
     @Test("identity values larger than a plaintext, 4 shards with doubleMod, hybrid key compression")
     func identityRoundTrip() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let numbers = Self.phoneNumbers(201, using: &rng)
         let rows = numbers.dropLast().map { number in
             (keyword: Array(number.utf8),
@@ -76,7 +77,7 @@ struct ProcessingRoundTripTests {
 
     @Test("fixed-size tables keep their size, and overfull ones fail loudly")
     func fixedSize() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let entries = Self.phoneNumbers(500, using: &rng).map { HashBucket.Entry(keywordHash: KeywordHash.hash($0), value: [1]) }
         let config = try CuckooTableConfig(maxSerializedBucketSize: 1024, bucketCount: .fixedSize(bucketCount: 20))
         let table = try CuckooTable(config: config, entries: entries)
@@ -91,7 +92,7 @@ struct ProcessingRoundTripTests {
 
     @Test("no row is lost: 100,000 rows with large identity values")
     func noRowLoss() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         // Values of 3,000–6,000 bytes; a few shared arrays keep memory small, only their sizes matter here.
         let shapes = (0..<64).map { i in [UInt8](repeating: UInt8(i), count: 3000 + i * 47) }
         let entries = (0..<100_000).map { i in

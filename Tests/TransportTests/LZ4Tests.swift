@@ -1,3 +1,4 @@
+import ConformanceSupport
 import LZ4
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 struct LZ4Tests {
     @Test("Round trip, streaming decode in pieces, corruption and limits")
     func frames() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom()
         let random = (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &rng) }
         let text = Array(String(repeating: "CallVeil shard bytes ", count: 20_000).utf8)
         for input in [[], random, text] {

@@ -4,6 +4,7 @@ import Synchronization
 
 /// Fault injection for tests and drills: drops a fraction of control messages (everything but queries, replies
 /// and key fetches) on the link it is attached to, chosen by a seeded generator so a failing run can be replayed.
+/// It can also show every message that passes to an observer (the fuzz seed recorder taps a live cluster so).
 public final class LinkFaults: Sendable {
     /// Fraction of control messages dropped.
     public let dropRate: Double
@@ -11,16 +12,20 @@ public final class LinkFaults: Sendable {
     public let seed: UInt64
     private let rng: Mutex<SplitMix64>
     private let counts = Mutex((dropped: 0, passed: 0))
+    private let observe: (@Sendable (ClusterMessage) -> Void)?
 
-    /// Drops `dropRate` of control messages, choosing with a generator seeded with `seed`.
-    public init(dropRate: Double, seed: UInt64) {
+    /// Drops `dropRate` of control messages, choosing with a generator seeded with `seed`; `observe` sees every
+    /// message sent or received on the link before the choice.
+    public init(dropRate: Double, seed: UInt64, observe: (@Sendable (ClusterMessage) -> Void)? = nil) {
         self.dropRate = min(max(dropRate, 0), 1)
         self.seed = seed
+        self.observe = observe
         rng = Mutex(SplitMix64(seed: seed))
     }
 
     /// Whether to drop `message`.
     public func drops(_ message: ClusterMessage) -> Bool {
+        observe?(message)
         switch message.body {
         case .query?, .reply?, .keyRequest?, .keyReply?, nil: return false
         default:

@@ -195,17 +195,43 @@ public final class ClusterWorker: Sendable {
     }
 
     private func receive(_ frames: [[UInt8]]) {
+        guard let message = decode(frames) else { return }
+        switch message.body {
+        case .keyReply?, .drop?: handleNow(message)
+        default: Task { await handle(message) }
+        }
+    }
+
+    /// Handles one message from the coordinator and returns when it has been dealt with (the socket loop runs
+    /// the slow ones in a task each). Malformed messages are logged and dropped. Public so the fuzz harnesses
+    /// can feed frames without a socket.
+    public func deliver(_ frames: [[UInt8]]) async {
+        guard let message = decode(frames) else { return }
+        await handle(message)
+    }
+
+    private func decode(_ frames: [[UInt8]]) -> ClusterMessage? {
         guard let payload = frames.last, let message = try? ClusterCodec.decode(payload) else {
             logger.warning("dropped a malformed message from the coordinator")
-            return
+            return nil
         }
-        if options.faults?.drops(message) == true { return }
+        return options.faults?.drops(message) == true ? nil : message
+    }
+
+    private func handle(_ message: ClusterMessage) async {
         switch message.body {
-        case .query(let query)?: Task { await answer(query, id: message.requestID) }
+        case .query(let query)?: await answer(query, id: message.requestID)
+        case .keyPush(let push)?: await cachePushedKey(push)
+        case .assign(let assign)?: await self.assign(assign)
+        case .chunk(let chunk)?: await self.chunk(chunk)
+        default: handleNow(message)
+        }
+    }
+
+    /// The messages handled in arrival order on the socket's thread: key answers and drops.
+    private func handleNow(_ message: ClusterMessage) {
+        switch message.body {
         case .keyReply(let reply)?: keys.resolve(message.requestID, found: reply.found, timestamp: reply.timestamp, key: [UInt8](reply.key))
-        case .keyPush(let push)?: Task { await cachePushedKey(push) }
-        case .assign(let assign)?: Task { await self.assign(assign) }
-        case .chunk(let chunk)?: Task { await self.chunk(chunk) }
         case .drop(let drop)?: self.drop(drop.shard)
         default: break
         }

@@ -8,29 +8,42 @@ import SwiftProtobuf
 /// User-Agent, SPEC-PIR §7.3; `/config` gzip-encoded when accepted). `/healthz` and `/metrics` are on the admin
 /// listener (`AdminRoutes`).
 public enum LookupRoutes {
-    /// Adds the public routes to `router`; `verifier` nil leaves the PIR endpoints unauthenticated.
+    /// Adds the public routes to `router`; `verifier` nil leaves the PIR endpoints unauthenticated; `budget` bounds
+    /// the body bytes the endpoints hold at once.
     public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, metrics: ServiceMetrics,
-                           verifier: (any PrivateTokenVerifier)?) {
+                           verifier: (any PrivateTokenVerifier)?, budget: BodyBudget = BodyBudget(capacity: 256 << 20)) {
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
         let pir = router.group()
         if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier)) }
         pir.add(middleware: UserIdentifierMiddleware())
         pir.add(middleware: UserAgentMiddleware())
         pir.post("/config") { request, context -> Response in
-            let message = try await decode(ProtoConfigRequest.self, request, context)
-            let answer = try await api.config(message, user: try user(context), features: context.features)
-            return try protobufResponse(answer, gzip: acceptsGzip(request))
+            try await budget.with(reservation(request, context)) {
+                let message = try await decode(ProtoConfigRequest.self, request, context)
+                let answer = try await api.config(message, user: try user(context), features: context.features)
+                return try protobufResponse(answer, gzip: acceptsGzip(request))
+            }
         }
         pir.post("/key") { request, context -> Response in
-            let message = try await decode(ProtoEvaluationKeys.self, request, context)
-            try await api.uploadKeys(message, user: try user(context))
-            return Response(status: .ok)
+            try await budget.with(reservation(request, context)) {
+                let message = try await decode(ProtoEvaluationKeys.self, request, context)
+                try await api.uploadKeys(message, user: try user(context))
+                return Response(status: .ok)
+            }
         }
         pir.post("/queries") { request, context -> Response in
-            let message = try await decode(ProtoRequests.self, request, context)
-            let answer = try await api.queries(message, user: try user(context))
-            return try protobufResponse(answer)
+            try await budget.with(reservation(request, context)) {
+                let message = try await decode(ProtoRequests.self, request, context)
+                let answer = try await api.queries(message, user: try user(context))
+                return try protobufResponse(answer)
+            }
         }
+    }
+
+    /// The bytes a request's body may take: its declared length within the limit, or the limit when it has none
+    /// (a longer declared length is refused with 413 by `decode` without reserving).
+    static func reservation(_ request: Request, _ context: LookupRequestContext) -> Int {
+        min(request.headers[.contentLength].flatMap { Int($0) } ?? context.maxUploadSize, context.maxUploadSize)
     }
 
     static func user(_ context: LookupRequestContext) throws -> String {

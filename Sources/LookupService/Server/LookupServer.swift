@@ -58,8 +58,8 @@ public actor LookupServer {
         let metrics = metrics ?? ServiceMetrics()
         let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
         let width = config.concurrentQueries ?? 2
-        let queueTimeout = Duration.milliseconds(Int64((config.http?.queueTimeoutSeconds ?? 10) * 1000))
-        let pool = pool ?? ComputePool(width: width, limits: .init(queryQueue: width * 32, keyQueue: 16, keyWidth: 1, queueTimeout: queueTimeout))
+        let queueTimeout = Duration.milliseconds(Int64((config.http?.queueTimeoutSeconds ?? 2) * 1000))
+        let pool = pool ?? ComputePool(width: width, limits: .init(queryQueue: width * (config.http?.queuedQueriesPerSlot ?? 8), keyQueue: 16, keyWidth: 1, queueTimeout: queueTimeout))
         let executor = try makeExecutor?(store) ?? LocalShardExecutor(keyStore: store, cache: cache, pool: pool,
                                                                       threads: config.computeThreads, metrics: metrics)
         var limits = LookupAPI.Limits()
@@ -172,7 +172,8 @@ public actor LookupServer {
     /// The router of the public port: the PIR endpoints and the token issuer.
     public nonisolated func makeRouter() -> Router<LookupRequestContext> {
         let router = Router(context: LookupRequestContext.self)
-        LookupRoutes.add(to: router, api: api, metrics: metrics, verifier: verifier)
+        LookupRoutes.add(to: router, api: api, metrics: metrics, verifier: verifier,
+                         budget: BodyBudget(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20))
         if let issuerKeys {
             PrivacyPassRoutes.add(to: router, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tiers.withLock { $0[token] } }
         }

@@ -109,16 +109,23 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         /// Seconds a client has to send a whole request (headers and body), counted from the connection's
         /// opening or the previous response; then the connection is closed (default 30).
         public var requestTimeoutSeconds: Double?
-        /// Seconds a request may wait for compute before it is answered 503 (default 10).
+        /// Seconds a request may wait for compute before it is answered 503 (default 2).
         public var queueTimeoutSeconds: Double?
         /// Address of the admin listener (`/healthz`, `/metrics`; default 127.0.0.1).
         public var adminHost: String?
         /// Port of the admin listener (default 9090; 0 picks a free one).
         public var adminPort: Int?
+        /// Request-body MiB the PIR endpoints hold at once; a request beyond is answered 503 unread (default 256).
+        public var maxBodyMegabytesInFlight: Int?
+        /// Queries waiting for compute at most, per compute slot; beyond, 503 at once (default 8).
+        public var queuedQueriesPerSlot: Int?
 
         /// Settings.
         public init(maxConnections: Int? = nil, requestTimeoutSeconds: Double? = nil, queueTimeoutSeconds: Double? = nil,
-                    adminHost: String? = nil, adminPort: Int? = nil) {
+                    adminHost: String? = nil, adminPort: Int? = nil, maxBodyMegabytesInFlight: Int? = nil,
+                    queuedQueriesPerSlot: Int? = nil) {
+            self.maxBodyMegabytesInFlight = maxBodyMegabytesInFlight
+            self.queuedQueriesPerSlot = queuedQueriesPerSlot
             self.maxConnections = maxConnections
             self.requestTimeoutSeconds = requestTimeoutSeconds
             self.queueTimeoutSeconds = queueTimeoutSeconds
@@ -203,6 +210,10 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         if let n = http?.maxConnections, n < 1 || n > 1_000_000 { throw ConfigError("http.maxConnections \(n) out of range") }
         if let t = http?.requestTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.requestTimeoutSeconds \(t) out of range") }
         if let t = http?.queueTimeoutSeconds, !(t >= 0.01 && t <= 600) { throw ConfigError("http.queueTimeoutSeconds \(t) out of range") }
+        if let m = http?.maxBodyMegabytesInFlight, m < 10 || m > 1 << 20 {
+            throw ConfigError("http.maxBodyMegabytesInFlight \(m) out of range (at least 10: one largest body)")
+        }
+        if let q = http?.queuedQueriesPerSlot, q < 0 || q > 4096 { throw ConfigError("http.queuedQueriesPerSlot \(q) out of range") }
         if let p = http?.adminPort, p < 0 || p > 65535 { throw ConfigError("http.adminPort \(p) out of range") }
     }
 

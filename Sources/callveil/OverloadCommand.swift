@@ -1,0 +1,226 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import LookupClient
+import NIOCore
+import Synchronization
+
+/// `callveil overload` (`make overload`): overload and hostile input against a running server, with a checked
+/// phone. It measures the server's query capacity, then for `--flood-seconds` runs at once (a) slow connections
+/// sending a byte a second, (b) 10 MiB `/key` uploads from ever-new User-Identifiers, (c) valid `/queries` at
+/// `--flood-factor` × capacity, while one well-behaved phone keeps looking numbers up (every answer decrypted and
+/// checked). It prints what each source got and fails unless the server stayed up within its RSS bound, the
+/// phone's answers were all right with its p99 within bound, every refusal carried `Retry-After`, and the phone
+/// was back to its baseline latency within `--recovery-limit` seconds of the flood's end.
+struct OverloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "overload",
+        abstract: "Flood a running server (slow connections, 10 MiB key uploads, 4× query capacity) while a phone checks its answers.")
+
+    @Option(help: "The server's base URL.") var url: String
+    @Option(help: "The dataset directory it serves (its identities.csv is the truth).") var dataset: String
+    @Option(help: "The server's process id, for its RSS.") var pid: Int32
+    @Option(help: "The server's admin URL, for /healthz at the end.") var adminURL: String?
+    @Option(help: "Slow connections.") var slowConnections = 500
+    @Option(help: "Concurrent /key uploaders.") var keyUploaders = 16
+    @Option(help: "Size of each /key upload, MiB.") var keyUploadMegabytes = 10
+    @Option(help: "Query flood rate as a multiple of the measured capacity.") var floodFactor = 4.0
+    @Option(help: "Seconds of capacity measurement.") var capacitySeconds = 8.0
+    @Option(help: "Seconds of the phone alone before the flood.") var baselineSeconds = 10.0
+    @Option(help: "Seconds of flood.") var floodSeconds = 30.0
+    @Option(help: "Seconds of the phone alone after the flood.") var recoverySeconds = 15.0
+    @Option(help: "Bound on the server's RSS, MiB.") var rssLimit = 1536
+    @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 5.0
+    @Option(help: "Seconds after the flood within which the phone must be back to baseline latency.") var recoveryLimit = 5.0
+    @Option(help: "User token of the phone.") var userToken = "AAAA"
+    @Option(help: "User token of the flood sources.") var floodToken = "BBBB"
+    @Option(help: "Block use case.") var block = "net.example.lookup.block"
+    @Option(help: "Identity use case.") var identity = "net.example.lookup.identity"
+    @Option(help: "Random seed.") var seed: UInt64 = 1
+
+    func run() async throws {
+        print("overload run: seed \(seed) (--seed to replay)")
+        let truth = try BenchDataset.truth(csv: "\(dataset)/identities.csv", acceptEither: nil, convergedMarker: nil, seed: seed)
+        guard let port = URL(string: url)?.port else { throw ValidationError("--url needs a port") }
+        let rss = RSSSampler(pid: pid)
+        rss.start()
+        func pool(_ connections: Int) -> HTTPClient {
+            var configuration = HTTPClient.Configuration()
+            configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
+            return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        }
+        let phoneClient = pool(2), capacityClient = pool(8), floodClient = pool(256), keyClient = pool(keyUploaders + 4)
+        let clients = [phoneClient, capacityClient, floodClient, keyClient]
+        do {
+            try await measure(truth: truth, port: port, rss: rss, clients: clients)
+        } catch {
+            for client in clients { try? await client.shutdown() }
+            throw error
+        }
+        for client in clients { try? await client.shutdown() }
+    }
+
+    private func measure(truth: LoadGenerator.Truth, port: Int, rss: RSSSampler, clients: [HTTPClient]) async throws {
+        let (phoneClient, capacityClient, floodClient, keyClient) = (clients[0], clients[1], clients[2], clients[3])
+
+        // Capacity: 4 devices back to back on the block use case.
+        let capacityHTTP = LookupHTTPClient(baseURL: url, client: capacityClient)
+        let capacityDevices = try await devices(4, prefix: "capacity", http: capacityHTTP, token: userToken)
+        let numbers = truth.present.prefix(64).map(\.number)
+        let counted = StatusTally()
+        let block = self.block
+        let capacityEnd = ContinuousClock.now + .milliseconds(Int64(capacitySeconds * 1000))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, device) in capacityDevices.enumerated() {
+                group.addTask {
+                    var n = i
+                    while ContinuousClock.now < capacityEnd {
+                        do {
+                            _ = try await device.lookup(Array(numbers[n % numbers.count].utf8), in: block)
+                            counted.add("200")
+                        } catch LookupClientError.unavailable(_, let retryAfter?, _) {
+                            try await Task.sleep(for: .seconds(min(retryAfter, 2)))
+                        }
+                        n += 4
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let capacity = Double(counted.total) / capacitySeconds
+        print(String(format: "measured capacity: %.1f queries/s (4 devices back to back, %.0f s)", capacity, capacitySeconds))
+
+        // The phone, from now to the end.
+        let phoneHTTP = LookupHTTPClient(baseURL: url, client: phoneClient)
+        let phoneDevice = LookupDevice(http: phoneHTTP, userIdentifier: "overload-phone-\(seed)",
+                                       authorization: PrivacyPassAuthorization(issuer: phoneHTTP, userToken: userToken, batch: 8))
+        try await phoneDevice.syncConfig([block, identity])
+        let phone = OverloadPhone(device: phoneDevice, truth: truth, block: block, identity: identity)
+        let origin = ContinuousClock.now
+        let phoneStop = Mutex(false)
+        let phoneTask = Task { await phone.run(origin: origin, seed: seed) { phoneStop.withLock { $0 } } }
+        try await Task.sleep(for: .milliseconds(Int64(baselineSeconds * 1000)))
+        let baselineRSS = rss.peak
+
+        // The flood.
+        let floodHTTP = LookupHTTPClient(baseURL: url, client: floodClient)
+        let floodDevices = try await devices(8, prefix: "flood", http: floodHTTP, token: floodToken)
+        var bodies: [[UInt8]] = []
+        for (i, device) in floodDevices.enumerated() {
+            bodies.append(try await device.queryRequest(Array(numbers[i % numbers.count].utf8), in: block).serializedBytes())
+        }
+        let keyBody = try await floodDevices[0].freshKeyUpload(for: block)
+        let floodStart = ContinuousClock.now - origin
+        print(String(format: "flood from t=%.1f s for %.0f s: %d slow connections, %d × %d MiB key uploaders, queries at %.1f/s",
+                     floodStart.seconds, floodSeconds, slowConnections, keyUploaders, keyUploadMegabytes, capacity * floodFactor))
+        let slow = SlowConnections(port: port, count: slowConnections)
+        slow.start()
+        let floodStop = Mutex(false)
+        let stopFlood: @Sendable () -> Bool = { floodStop.withLock { $0 } }
+        let queryTally = StatusTally(), keyTally = StatusTally()
+        let rate = capacity * floodFactor
+        let queryTask = Task {
+            await OverloadFlood.queries(devices: floodDevices, bodies: bodies, rate: rate, maxOutstanding: 2000, tally: queryTally, stop: stopFlood)
+        }
+        let keyTask = Task {
+            await OverloadFlood.keys(http: LookupHTTPClient(baseURL: url, client: keyClient), userToken: floodToken, keyBody: keyBody,
+                                     uploadBytes: keyUploadMegabytes << 20, concurrency: keyUploaders, tally: keyTally, stop: stopFlood)
+        }
+        try await Task.sleep(for: .milliseconds(Int64(floodSeconds * 1000)))
+        floodStop.withLock { $0 = true }
+        let floodEnd = ContinuousClock.now - origin
+        slow.stop()
+        let floodRSS = rss.peak
+        // Recovery: the phone alone again (the flood's requests still in flight drain meanwhile).
+        try await Task.sleep(for: .milliseconds(Int64(recoverySeconds * 1000)))
+        phoneStop.withLock { $0 = true }
+        await phoneTask.value
+        await queryTask.value
+        await keyTask.value
+        rss.stop()
+
+        // Verdicts.
+        let lookups = phone.completed
+        let baseline = lookups.filter { $0.start < floodStart.seconds }
+        let during = lookups.filter { $0.start >= floodStart.seconds && $0.start < floodEnd.seconds }
+        let after = lookups.filter { $0.start >= floodEnd.seconds }
+        let baseP99 = percentile(baseline.map(\.latency), 0.99)
+        let threshold = max(2 * baseP99, baseP99 + 0.05)
+        // Recovered at the start of the first lookup after which every lookup is within the threshold.
+        var recoveredAt = after.first?.start ?? .infinity
+        for lookup in after where lookup.latency > threshold { recoveredAt = lookup.start + lookup.latency }
+        let recovery = max(0, recoveredAt - floodEnd.seconds)
+        let alive = kill(pid, 0) == 0
+        var healthy = true
+        if let adminURL {
+            healthy = (try? await LookupHTTPClient(baseURL: adminURL, client: phoneClient).send(method: .GET, path: "/healthz", headers: [], body: nil).status) == 200
+        }
+        let slowTally = slow.tally
+        let withoutRetryAfter = [phone.tally, queryTally, keyTally].flatMap { $0.snapshot.filter { $0.key.contains("without Retry-After") }.map(\.value) }.reduce(0, +)
+
+        func row(_ name: String, _ tally: StatusTally) -> String {
+            let parts = tally.snapshot.sorted { $0.value > $1.value }.map { "\($0.key): \($0.value)" }
+            return "| \(name) | \(tally.total) | \(parts.joined(separator: ", ")) |"
+        }
+        print("")
+        print("| source | requests | what it got |")
+        print("|---|---:|---|")
+        print(row("phone (checked)", phone.tally))
+        print(row(String(format: "/queries flood (%.1f/s)", rate), queryTally))
+        print(row("/key flood (\(keyUploadMegabytes) MiB each, \(keyUploaders) at once)", keyTally))
+        print("| slow connections (\(slowConnections), 1 byte/s) | \(slowTally.opened) opened | closed by the server: \(slowTally.closedByServer), refused: \(slowTally.refused), bytes sent: \(slowTally.bytesSent) |")
+        print("")
+        print("| phase | phone lookups | lookups/s | p50 | p99 | max | server RSS peak |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        func phase(_ name: String, _ set: [OverloadPhone.Lookup], _ seconds: Double, _ peak: Int) {
+            let l = set.map(\.latency)
+            print(String(format: "| %@ | %d | %.2f | %.3f s | %.3f s | %.3f s | %d MiB |", name, set.count, Double(set.count) / max(seconds, 0.001),
+                         percentile(l, 0.5), percentile(l, 0.99), l.max() ?? 0, peak >> 20))
+        }
+        phase("baseline", baseline, floodStart.seconds, baselineRSS)
+        phase("flood", during, floodSeconds, floodRSS)
+        phase("recovery", after, recoverySeconds, rss.peak)
+        print("")
+        let floodP99 = percentile(during.map(\.latency), 0.99)
+        var failures: [String] = []
+        if !alive { failures.append("the server process is gone") }
+        if !healthy { failures.append("/healthz did not answer 200 after the flood") }
+        if rss.peak >> 20 > rssLimit { failures.append("server RSS peaked at \(rss.peak >> 20) MiB > \(rssLimit) MiB") }
+        if !phone.wrongAnswers.isEmpty { failures.append("the phone got \(phone.wrongAnswers.count) wrong answers") }
+        if phone.failures > 0 { failures.append("\(phone.failures) phone lookups failed") }
+        if during.isEmpty { failures.append("the phone completed no lookup during the flood") }
+        if floodP99 > p99Limit { failures.append(String(format: "phone p99 during the flood %.3f s > %.1f s", floodP99, p99Limit)) }
+        if withoutRetryAfter > 0 { failures.append("\(withoutRetryAfter) refusals without Retry-After") }
+        if (queryTally.snapshot["503 + Retry-After"] ?? 0) + (queryTally.snapshot["429 + Retry-After"] ?? 0) == 0 {
+            failures.append("the query flood was never shed (no 503/429): it did not overload the server")
+        }
+        if recovery > recoveryLimit { failures.append(String(format: "back to baseline latency %.1f s after the flood > %.1f s", recovery, recoveryLimit)) }
+        print(String(format: "recovery: phone back within %.3f s (2 × baseline p99) %.2f s after the flood ended; RSS peak %d MiB (bound %d); p99 during flood %.3f s (bound %.1f)",
+                     threshold, recovery, rss.peak >> 20, rssLimit, floodP99, p99Limit))
+        if failures.isEmpty {
+            print("PASS: the server stayed up, the phone's \(lookups.count) lookups were all right, the excess was shed with Retry-After")
+        } else {
+            for failure in failures { print("FAIL: \(failure)") }
+            throw ExitCode(1)
+        }
+    }
+
+    private func devices(_ count: Int, prefix: String, http: LookupHTTPClient, token: String) async throws -> [LookupDevice] {
+        var out: [LookupDevice] = []
+        for i in 0..<count {
+            let device = LookupDevice(http: http, userIdentifier: "overload-\(prefix)-\(seed)-\(i)",
+                                      authorization: PrivacyPassAuthorization(issuer: http, userToken: token, batch: 16))
+            try await device.syncConfig([block])
+            out.append(device)
+        }
+        return out
+    }
+}
+
+/// The `q` quantile of `values` (0 when empty).
+func percentile(_ values: [Double], _ q: Double) -> Double {
+    guard !values.isEmpty else { return 0 }
+    let sorted = values.sorted()
+    let rank = Int((Double(sorted.count) * q).rounded(.up)) - 1
+    return sorted[min(max(rank, 0), sorted.count - 1)]
+}

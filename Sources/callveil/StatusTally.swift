@@ -1,0 +1,32 @@
+import Foundation
+import LookupClient
+import Synchronization
+
+/// What one load source got back, by outcome: `200`, `503 + Retry-After`, `429 + Retry-After`, a status without
+/// `Retry-After`, `413`, other statuses, transport errors. The overload table prints one row per source.
+final class StatusTally: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// Counts one outcome.
+    func add(_ outcome: String) { counts.withLock { $0[outcome, default: 0] += 1 } }
+
+    /// Counts the outcome of a request that threw `error` (nil: it succeeded).
+    func add(error: (any Error)?) { add(Self.outcome(error)) }
+
+    /// The counts so far.
+    var snapshot: [String: Int] { counts.withLock { $0 } }
+
+    /// Total requests counted.
+    var total: Int { snapshot.values.reduce(0, +) }
+
+    /// The outcome name of an error.
+    static func outcome(_ error: (any Error)?) -> String {
+        guard let error else { return "200" }
+        switch error as? LookupClientError {
+        case .unavailable(let status, let retryAfter, _)?: return retryAfter == nil ? "\(status) without Retry-After" : "\(status) + Retry-After"
+        case .http(let status, _)?: return "\(status)"
+        case .protocolViolation?: return "bad answer"
+        default: return "transport error"
+        }
+    }
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make overload`: the default `callveil serve` (the demo config: one embedded worker, Privacy Pass on, default
+# limits) on a demo dataset, flooded by `callveil overload` — 500 slow connections, 10 MiB /key uploads from new
+# User-Identifiers, 4× the measured /queries capacity — while a phone checks every answer. Prints the table and
+# fails on a crash, an RSS or p99 bound exceeded, a wrong answer, a refusal without Retry-After or a slow recovery.
+# OVERLOAD_COUNT sets the dataset size, OVERLOAD_PORT the port; other arguments go to `callveil overload`.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+count=${OVERLOAD_COUNT:-3000}
+port=${OVERLOAD_PORT:-18080}
+swift build --product callveil 2>&1 | grep -E "error|Build complete" || true
+bin="$(swift build --show-bin-path)/callveil"
+work=$(mktemp -d /tmp/callveil-overload.XXXXXX)
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+"$bin" generate-demo --count "$count" --output "$work/identities.csv" > /dev/null
+"$bin" build-db --input "$work/identities.csv" --output "$work" > /dev/null
+"$bin" process-db --input "$work/block.binpb" --output "$work/block" --shard-count 2 --fixed-bucket-count 2048 > /dev/null
+"$bin" process-db --input "$work/identity.binpb" --output "$work/identity" --entries-per-shard 1000 > /dev/null
+cp cluster/demo/service-config.json "$work/service-config.json"
+# 500 slow sockets plus the floods need more descriptors than a login shell's 1,024 (a systemd unit sets
+# LimitNOFILE the same way, cluster/systemd/).
+ulimit -n 8192
+"$bin" serve --config "$work/service-config.json" --port "$port" --log-level warning &
+pid=$!
+for _ in $(seq 1 120); do
+  curl -sf "http://127.0.0.1:9090/healthz" > /dev/null 2>&1 && break
+  kill -0 "$pid" 2>/dev/null || { echo "the server exited during start"; exit 1; }
+  sleep 0.5
+done
+"$bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" "$@"
