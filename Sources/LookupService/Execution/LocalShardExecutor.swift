@@ -97,10 +97,14 @@ public final class LocalShardExecutor: ShardExecutor {
         guard request.query.numPirCalls >= 1, request.query.numPirCalls <= 64 else {
             throw LookupError.badRequest("Invalid PIR request: num_pir_calls \(request.query.numPirCalls)")
         }
-        let key = try await evaluationKey(request.key, context: context)
+        // One deadline for the whole request: the key phase and the compute phase both start before it or not at all,
+        // and a caller that has gone while its key was fetched or parsed gets no compute.
+        let deadline = ContinuousClock.now + pool.limits.queueTimeout
+        let key = try await evaluationKey(request.key, context: context, deadline: deadline)
+        try Task.checkCancellation()
         let query = request.query
         let start = ContinuousClock.now
-        let response = try await pool.run {
+        let response = try await pool.run(deadline: deadline) {
             let ciphertexts = try query.native(context: context)
             let replies = try server.computeResponse(query: ciphertexts, pirCalls: Int(query.numPirCalls), evaluationKey: key)
             return ProtoPIRResponse(replies: replies)
@@ -109,17 +113,18 @@ public final class LocalShardExecutor: ShardExecutor {
         return response
     }
 
-    private func evaluationKey(_ source: EvaluationKeySource, context: Context) async throws -> EvaluationKey {
+    private func evaluationKey(_ source: EvaluationKeySource, context: Context, deadline: ContinuousClock.Instant) async throws
+        -> EvaluationKey {
         switch source {
         case .inline(let proto):
-            return try await pool.run { try EvaluationKey(deserialize: try proto.native(), context: context) }
+            return try await pool.run(deadline: deadline) { try EvaluationKey(deserialize: try proto.native(), context: context) }
         case .stored(let user, let identifier, let timestamp):
             let cacheKey = EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp)
             if let key = cache.get(cacheKey) { return key }
             guard let stored = try await keyStore.key(user: user, identifier: identifier), stored.timestamp == timestamp else {
                 throw LookupError.evaluationKeyNotFound
             }
-            let key = try await pool.run {
+            let key = try await pool.run(deadline: deadline) {
                 try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: stored.serialized).native(), context: context)
             }
             cache.put(cacheKey, key, bytes: key.memoryBytes)
