@@ -160,7 +160,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "ConformanceSupport",
-            dependencies: [],
+            dependencies: ["PIR"],
             path: "Tests/ConformanceSupport",
             swiftSettings: strict),
         .testTarget(
