@@ -100,7 +100,7 @@ failed=0
 for h in "${HARNESSES[@]}"; do
   log="$FUZZ_BUILD/fuzz-$h.log" art="$FUZZ_BUILD/artifacts/$h"
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -1)
-  rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | awk '{print $2}' | tail -1)
+  rate=$([ -n "$execs" ] && echo $((execs / FUZZ_SECONDS)))
   last=$(grep -E '^#[0-9]+' "$log" | grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' | tail -1)
   cov=$(echo "$last" | awk '{print $2}'); ft=$(echo "$last" | awk '{print $4}'); corp=$(echo "$last" | awk '{print $6}')
   crashes=$(ls "$art" 2>/dev/null | grep -c '^crash-' || true)

@@ -63,6 +63,11 @@ public struct ProcessedDatabase: Sendable {
         guard count > 0, count % perTable == 0 else {
             throw PIRError.malformedDatabase("\(count) plaintext slots is not a multiple of \(perTable)")
         }
+        // Every slot takes at least its tag byte: a count the file cannot hold is refused before anything is
+        // reserved for it (a 4-byte count would otherwise ask for up to 2^32 slots).
+        guard count <= bytes.count - 5 else {
+            throw PIRError.malformedDatabase("\(count) plaintext slots declared in \(bytes.count) bytes")
+        }
         let ctx = context.ciphertextContext
         let polyBytes = CoefficientPacking.polyByteCount(context: ctx)
         var pos = 5
