@@ -30,7 +30,7 @@ struct OverloadCommand: AsyncParsableCommand {
     @Option(help: "Seconds of flood.") var floodSeconds = 30.0
     @Option(help: "Seconds of the phone alone after the flood.") var recoverySeconds = 15.0
     @Option(help: "Bound on the server's RSS, MiB.") var rssLimit = 1536
-    @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 5.0
+    @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 10.0
     @Option(help: "Seconds after the flood within which the phone must be back to baseline latency.") var recoveryLimit = 5.0
     @Option(help: "User token of the phone.") var userToken = "AAAA"
     @Option(help: "User token of the flood sources.") var floodToken = "BBBB"
@@ -120,7 +120,7 @@ struct OverloadCommand: AsyncParsableCommand {
         let queryTally = StatusTally(), keyTally = StatusTally()
         let rate = capacity * floodFactor
         let queryTask = Task {
-            await OverloadFlood.queries(devices: floodDevices, bodies: bodies, rate: rate, maxOutstanding: 2000, tally: queryTally, stop: stopFlood)
+            await OverloadFlood.queries(devices: floodDevices, bodies: bodies, rate: rate, maxOutstanding: 512, tally: queryTally, stop: stopFlood)
         }
         let keyTask = Task {
             await OverloadFlood.keys(http: LookupHTTPClient(baseURL: url, client: keyClient), userToken: floodToken, keyBody: keyBody,

@@ -30,12 +30,16 @@ enum OverloadFlood {
                     do {
                         _ = try await device.post("/queries", body: body)
                         tally.add(error: nil)
+                    } catch is CancellationError {
+                        tally.add("cancelled at the flood's end")
                     } catch {
-                        tally.add(error: error)
+                        tally.add(error: Task.isCancelled ? CancellationError() : error)
                     }
                     outstanding.leave()
                 }
             }
+            // The flood ends now: requests still queued in the client are dropped, not sent late.
+            group.cancelAll()
             await group.waitForAll()
         }
     }

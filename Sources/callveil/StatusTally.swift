@@ -22,6 +22,7 @@ final class StatusTally: Sendable {
     /// The outcome name of an error.
     static func outcome(_ error: (any Error)?) -> String {
         guard let error else { return "200" }
+        if error is CancellationError { return "cancelled at the flood's end" }
         switch error as? LookupClientError {
         case .unavailable(let status, let retryAfter, _)?: return retryAfter == nil ? "\(status) without Retry-After" : "\(status) + Retry-After"
         case .http(let status, _)?: return "\(status)"

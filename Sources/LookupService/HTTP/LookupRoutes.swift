@@ -9,11 +9,15 @@ import SwiftProtobuf
 /// listener (`AdminRoutes`).
 public enum LookupRoutes {
     /// Adds the public routes to `router`; `verifier` nil leaves the PIR endpoints unauthenticated; `budget` bounds
-    /// the body bytes the endpoints hold at once.
+    /// the body bytes the endpoints hold at once; `maxInFlight` the requests handled at once (routes added to the
+    /// router later, the issuer's, count too).
     public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, metrics: ServiceMetrics,
-                           verifier: (any PrivateTokenVerifier)?, budget: BodyBudget = BodyBudget(capacity: 256 << 20)) {
+                           verifier: (any PrivateTokenVerifier)?, budget: BodyBudget = BodyBudget(capacity: 256 << 20),
+                           maxInFlight: Int = 256, maxPerUser: Int = 4) {
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
+        router.add(middleware: InFlightLimitMiddleware(limit: maxInFlight))
         let pir = router.group()
+        pir.add(middleware: PerUserLimitMiddleware(limit: maxPerUser))
         if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier)) }
         pir.add(middleware: UserIdentifierMiddleware())
         pir.add(middleware: UserAgentMiddleware())

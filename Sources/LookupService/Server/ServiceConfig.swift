@@ -119,6 +119,10 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         public var maxBodyMegabytesInFlight: Int?
         /// Queries waiting for compute at most, per compute slot; beyond, 503 at once (default 8).
         public var queuedQueriesPerSlot: Int?
+        /// Requests the public port handles at once; beyond, 503 at once before any work (default 256).
+        public var maxRequestsInFlight: Int?
+        /// PIR requests of one User-Identifier handled at once; beyond, 429 at once (default 4).
+        public var maxRequestsPerUser: Int?
 
         /// Settings.
         public init(maxConnections: Int? = nil, requestTimeoutSeconds: Double? = nil, queueTimeoutSeconds: Double? = nil,
@@ -213,6 +217,8 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         if let m = http?.maxBodyMegabytesInFlight, m < 10 || m > 1 << 20 {
             throw ConfigError("http.maxBodyMegabytesInFlight \(m) out of range (at least 10: one largest body)")
         }
+        if let n = http?.maxRequestsPerUser, n < 1 || n > 1_000_000 { throw ConfigError("http.maxRequestsPerUser \(n) out of range") }
+        if let n = http?.maxRequestsInFlight, n < 1 || n > 1_000_000 { throw ConfigError("http.maxRequestsInFlight \(n) out of range") }
         if let q = http?.queuedQueriesPerSlot, q < 0 || q > 4096 { throw ConfigError("http.queuedQueriesPerSlot \(q) out of range") }
         if let p = http?.adminPort, p < 0 || p > 65535 { throw ConfigError("http.adminPort \(p) out of range") }
     }
