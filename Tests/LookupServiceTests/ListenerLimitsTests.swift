@@ -113,4 +113,47 @@ struct ListenerLimitsTests {
         await #expect(throws: CancellationError.self) { try await budget.with(60) { throw CancellationError() } as Void }
         #expect(budget.inUse == 0)
     }
+
+    @Test("Gates before any work: one User-Identifier's excess gets 429, the port's excess 503, both with Retry-After")
+    func requestGates() async throws {
+        let server = try await Self.start {
+            $0.privacyPass = .init(enabled: false)
+            $0.http?.maxRequestsPerUser = 1
+            $0.http?.maxRequestsInFlight = 2
+        }
+        let port = try #require(URLComponents(string: server.url)?.port)
+        func slowUpload(_ user: String) throws -> RawConnection {
+            let connection = try RawConnection(port: port)
+            connection.send("POST /key HTTP/1.1\r\nHost: x\r\nUser-Identifier: \(user)\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
+                            + "Content-Length: 1000\r\n\r\nabc")
+            return connection
+        }
+        func answer(_ connection: RawConnection) async -> String {
+            String(decoding: await connection.read(seconds: 5).bytes, as: UTF8.self)
+        }
+        var first: RawConnection? = try slowUpload("u1")  // holds u1's share and one of the port's two slots
+        try await Task.sleep(for: .milliseconds(300))
+        let sameUser = try slowUpload("u1")
+        let refused = await answer(sameUser)
+        #expect(refused.hasPrefix("HTTP/1.1 429") && refused.lowercased().contains("retry-after: 1"), "\(refused.prefix(200))")
+        var second: RawConnection? = try slowUpload("u2")  // the port's second slot
+        try await Task.sleep(for: .milliseconds(300))
+        let directory = try RawConnection(port: port)
+        directory.send("GET /.well-known/private-token-issuer-directory HTTP/1.1\r\nHost: x\r\n\r\n")
+        let full = await answer(directory)
+        #expect(full.hasPrefix("HTTP/1.1 503") && full.lowercased().contains("retry-after: 1"), "\(full.prefix(200))")
+        // The slow uploads gone, their slots and shares are returned.
+        first = nil
+        second = nil
+        let device = [("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2")]
+        var status = 0
+        for _ in 0..<50 where status != 400 {  // the server notices the closed connections within moments
+            try await Task.sleep(for: .milliseconds(100))
+            status = try await server.http.send(path: "/key", headers: [("User-Identifier", "u3")] + device, body: [0xFF, 0xFF]).status
+        }
+        #expect(status == 400)  // through both gates: judged on its content
+        #expect(try await server.http.send(path: "/key", headers: [("User-Identifier", "u1")] + device, body: [0xFF, 0xFF]).status == 400)
+        _ = (first, second)
+        await server.stop()
+    }
 }
