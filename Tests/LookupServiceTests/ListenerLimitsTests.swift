@@ -101,9 +101,9 @@ struct ListenerLimitsTests {
         await server.stop()
     }
 
-    @Test("BodyBudget grants within its capacity and returns what a finished request held")
+    @Test("AdmissionBudget grants within its capacity and returns what a finished request held")
     func bodyBudgetAccounting() async throws {
-        let budget = BodyBudget(capacity: 100)
+        let budget = AdmissionBudget.bodies(capacity: 100)
         let inner = try await budget.with(60) {
             await #expect(throws: LookupError.self) { try await budget.with(41) {} }
             return try await budget.with(40) { budget.inUse }

@@ -12,7 +12,7 @@ public enum LookupRoutes {
     /// the body bytes the endpoints hold at once; `maxInFlight` the requests handled at once (routes added to the
     /// router later, the issuer's, count too).
     public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, metrics: ServiceMetrics,
-                           verifier: (any PrivateTokenVerifier)?, budget: BodyBudget = BodyBudget(capacity: 256 << 20),
+                           verifier: (any PrivateTokenVerifier)?, budget: AdmissionBudget = .bodies(capacity: 256 << 20),
                            maxInFlight: Int = 256, maxPerUser: Int = 4) {
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
         router.add(middleware: InFlightLimitMiddleware(limit: maxInFlight))

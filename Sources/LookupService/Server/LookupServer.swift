@@ -173,7 +173,7 @@ public actor LookupServer {
     public nonisolated func makeRouter() -> Router<LookupRequestContext> {
         let router = Router(context: LookupRequestContext.self)
         LookupRoutes.add(to: router, api: api, metrics: metrics, verifier: verifier,
-                         budget: BodyBudget(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20),
+                         budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20),
                          maxInFlight: http.maxRequestsInFlight ?? 256, maxPerUser: http.maxRequestsPerUser ?? 4)
         if let issuerKeys {
             PrivacyPassRoutes.add(to: router, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tiers.withLock { $0[token] } }
