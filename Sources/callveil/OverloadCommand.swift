@@ -144,7 +144,7 @@ struct OverloadCommand: AsyncParsableCommand {
         let baseline = lookups.filter { $0.start < floodStart.seconds }
         let during = lookups.filter { $0.start >= floodStart.seconds && $0.start < floodEnd.seconds }
         let after = lookups.filter { $0.start >= floodEnd.seconds }
-        let baseP99 = percentile(baseline.map(\.latency), 0.99)
+        let baseP99 = BenchReport.percentile(baseline.map(\.latency), 0.99)
         let threshold = max(2 * baseP99, baseP99 + 0.05)
         // Recovered at the start of the first lookup after which every lookup is within the threshold.
         var recoveredAt = after.first?.start ?? .infinity
@@ -175,19 +175,20 @@ struct OverloadCommand: AsyncParsableCommand {
         func phase(_ name: String, _ set: [OverloadPhone.Lookup], _ seconds: Double, _ peak: Int) {
             let l = set.map(\.latency)
             print(String(format: "| %@ | %d | %.2f | %.3f s | %.3f s | %.3f s | %d MiB |", name, set.count, Double(set.count) / max(seconds, 0.001),
-                         percentile(l, 0.5), percentile(l, 0.99), l.max() ?? 0, peak >> 20))
+                         BenchReport.percentile(l, 0.5), BenchReport.percentile(l, 0.99), l.max() ?? 0, peak >> 20))
         }
         phase("baseline", baseline, floodStart.seconds, baselineRSS)
         phase("flood", during, floodSeconds, floodRSS)
         phase("recovery", after, recoverySeconds, rss.peak)
         print("")
-        let floodP99 = percentile(during.map(\.latency), 0.99)
+        let floodP99 = BenchReport.percentile(during.map(\.latency), 0.99)
         var failures: [String] = []
         if !alive { failures.append("the server process is gone") }
         if !healthy { failures.append("/healthz did not answer 200 after the flood") }
         if rss.peak >> 20 > rssLimit { failures.append("server RSS peaked at \(rss.peak >> 20) MiB > \(rssLimit) MiB") }
         if !phone.wrongAnswers.isEmpty { failures.append("the phone got \(phone.wrongAnswers.count) wrong answers") }
         if phone.failures > 0 { failures.append("\(phone.failures) phone lookups failed") }
+        if baseline.isEmpty { failures.append("the phone completed no lookup before the flood") }
         if during.isEmpty { failures.append("the phone completed no lookup during the flood") }
         if floodP99 > p99Limit { failures.append(String(format: "phone p99 during the flood %.3f s > %.1f s", floodP99, p99Limit)) }
         if withoutRetryAfter > 0 { failures.append("\(withoutRetryAfter) refusals without Retry-After") }
@@ -215,12 +216,4 @@ struct OverloadCommand: AsyncParsableCommand {
         }
         return out
     }
-}
-
-/// The `q` quantile of `values` (0 when empty).
-func percentile(_ values: [Double], _ q: Double) -> Double {
-    guard !values.isEmpty else { return 0 }
-    let sorted = values.sorted()
-    let rank = Int((Double(sorted.count) * q).rounded(.up)) - 1
-    return sorted[min(max(rank, 0), sorted.count - 1)]
 }

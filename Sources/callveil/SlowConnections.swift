@@ -62,7 +62,7 @@ final class SlowConnections: Sendable {
                 }
             }
             let elapsed = ContinuousClock.now - round
-            if elapsed < .seconds(1) { Thread.sleep(forTimeInterval: Double((Duration.seconds(1) - elapsed).components.attoseconds) / 1e18) }
+            if elapsed < .seconds(1) { Thread.sleep(forTimeInterval: (Duration.seconds(1) - elapsed).seconds) }
         }
         for s in sockets where s.fd >= 0 { close(s.fd) }
     }
