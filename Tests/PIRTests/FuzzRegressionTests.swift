@@ -9,12 +9,8 @@ import Testing
 struct FuzzRegressionTests {
     @Test("A reference shard declaring more slots than its bytes can hold is refused, not reserved (FuzzShardFiles)")
     func referenceShardSlotCount() throws {
-        let encryption = EncryptionParameters(.n_4096_logq_27_28_28_logt_5)
-        let context = try Context(parameters: encryption)
-        let rows = (0..<300).map { (keyword: Array("+1555\($0)".utf8), value: [UInt8(1)]) }
-        let entries = try KeywordDatabaseProcessor.shard(rows: rows, shardCount: 1, sharding: .sha256)[0]
-        let parameters = try KeywordDatabaseProcessor.process(shard: 0, entries: entries, options: ProcessingOptions(encryption: encryption),
-                                                              maxValueLength: 1, context: context).parameters
+        let (shard, context) = try smallBlockShard()
+        let parameters = shard.parameters
         let perTable = parameters.chunkCount * parameters.slotsPerChunk
         // The fuzzer's input had a count of 0x44000020 in 108 bytes: about 27 GB reserved before the first slot.
         let count = UInt32((Int(UInt32.max) / perTable) * perTable)

@@ -9,12 +9,7 @@ import Testing
 struct KeyMemoryTests {
     @Test("memoryBytes counts every polynomial and narrow copy, 6–12× the serialized size")
     func footprint() throws {
-        let encryption = EncryptionParameters(.n_4096_logq_27_28_28_logt_5)
-        let context = try Context(parameters: encryption)
-        let rows = (0..<300).map { (keyword: Array("+1555\($0)".utf8), value: [UInt8(1)]) }
-        let entries = try KeywordDatabaseProcessor.shard(rows: rows, shardCount: 1, sharding: .sha256)[0]
-        let shard = try KeywordDatabaseProcessor.process(shard: 0, entries: entries, options: ProcessingOptions(encryption: encryption),
-                                                         maxValueLength: 1, context: context)
+        let (shard, context) = try smallBlockShard()
         let key = try EvaluationKey(config: shard.evaluationKeyConfig, secretKey: SecretKey(context: context))
         let serialized: [UInt8] = try ProtoEvaluationKey(key.serialize()).serializedBytes()
         let parsed = try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context)
