@@ -29,19 +29,29 @@ public final class RawConnection: @unchecked Sendable {
 
     /// Sends `text` (errors ignored: the peer may have closed).
     public func send(_ text: String) {
-        let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        sendBytes(Array(text.utf8))
+    }
+
+    /// Sends `bytes` in full unless the peer closes (errors ignored).
+    public func sendBytes(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { return }
+            offset += n
+        }
     }
 
     /// Reads what arrives within `seconds`: the bytes, and whether the peer closed the connection. It waits on a
     /// Dispatch thread, so a test's wait never takes a thread of the concurrency pool the server under test needs.
-    public func read(seconds: Double) async -> (bytes: [UInt8], closed: Bool) {
+    /// With `until`, it returns as soon as what arrived contains that text.
+    public func read(seconds: Double, until marker: String? = nil) async -> (bytes: [UInt8], closed: Bool) {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: self.blockingRead(seconds: seconds)) }
+            DispatchQueue.global().async { continuation.resume(returning: self.blockingRead(seconds: seconds, until: marker.map { Array($0.utf8) })) }
         }
     }
 
-    private func blockingRead(seconds: Double) -> (bytes: [UInt8], closed: Bool) {
+    private func blockingRead(seconds: Double, until marker: [UInt8]?) -> (bytes: [UInt8], closed: Bool) {
         var out: [UInt8] = []
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -52,6 +62,9 @@ public final class RawConnection: @unchecked Sendable {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n <= 0 { return (out, true) }
             out += buffer[0..<n]
+            if let marker, out.count >= marker.count, (0...(out.count - marker.count)).contains(where: { out[$0..<($0 + marker.count)].elementsEqual(marker) }) {
+                return (out, false)
+            }
         }
         return (out, false)
     }

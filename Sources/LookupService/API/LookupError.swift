@@ -1,6 +1,7 @@
 import BFV
 import Hummingbird
 import LookupProtocol
+import NIOHTTP1
 import PIR
 import SwiftProtobuf
 
@@ -44,6 +45,7 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
         case let e as PIRError: return .badRequest("Invalid PIR request: \(e)")
         case let e as ProtocolError: return .badRequest("Invalid message: \(e)")
         case let e as BinaryDecodingError: return .badRequest("Malformed protobuf: \(e)")
+        case let e as HTTPParserError: return .badRequest("Malformed HTTP request: \(e)")  // a body that breaks HTTP framing
         default: return nil
         }
     }

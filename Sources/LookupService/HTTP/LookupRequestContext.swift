@@ -1,5 +1,6 @@
 import Hummingbird
 import LookupProtocol
+import NIOCore
 
 /// Per-request state the middleware chain fills in for the PIR handlers.
 public struct LookupRequestContext: RequestContext {
@@ -11,10 +12,13 @@ public struct LookupRequestContext: RequestContext {
     public var features: ClientFeatures = .newest
     /// The user tier of the verified Privacy Pass token, when authentication is on.
     public var tier: String?
+    /// The connection the request came on (to notice its client going away).
+    public let channel: any Channel
 
     /// A context for a new request.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        channel = source.channel
     }
 
     /// Bodies up to 10 MiB are accepted: evaluation keys exceed the usual 2 MiB (SPEC-PIR §7.1).

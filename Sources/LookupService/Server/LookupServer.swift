@@ -200,10 +200,13 @@ public actor LookupServer {
         if reloadOnSIGHUP { services.append(ReloadOnSignalService(server: self, logger: logger)) }
         let metrics = self.metrics
         let timeout = TimeAmount.milliseconds(Int64((http.requestTimeoutSeconds ?? 30) * 1000))
+        let connections = ClientConnections()
         let channel = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestDeadlineHandler(timeout: timeout) { metrics.increment("callveil_http_request_timeouts_total") }],
+            additionalChannelHandlers: [RequestDeadlineHandler(timeout: timeout) { metrics.increment("callveil_http_request_timeouts_total") },
+                                        ClientDisconnectHandler(connections: connections)],
             idleTimeout: timeout)
-        return Application(router: makeRouter(), server: .http1(configuration: channel),
+        let responder = CancelOnDisconnectResponder(inner: makeRouter().buildResponder(), connections: connections, metrics: metrics)
+        return Application(responder: responder, server: .http1(configuration: channel),
                            configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",
                                                 availableConnectionsDelegate: MaximumAvailableConnections(http.maxConnections ?? 1024)),
                            services: services,

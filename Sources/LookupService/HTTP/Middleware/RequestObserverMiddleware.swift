@@ -29,6 +29,10 @@ public struct RequestObserverMiddleware: RouterMiddleware {
                 mapped = lookup.httpError
             } else if let http = error as? HTTPError {
                 mapped = http
+            } else if error is CancellationError {
+                // The client went away (CancelOnDisconnectResponder) or the server is stopping: not a fault.
+                metrics.recordRequest(route: route, status: 499, duration: ContinuousClock.now - start)
+                throw error
             } else {
                 context.logger.error("internal error", metadata: ["route": .string(route), "error": .string(String(describing: type(of: error)))])
                 mapped = HTTPError(.internalServerError, message: "Internal error")
