@@ -106,6 +106,50 @@ struct ComputePoolTests {
         await #expect(throws: ComputePoolError.cancelled) { try await waiting.value }
         #expect(ran.count == 0)
     }
+
+    @Test("Waiting jobs are served round-robin by owner: one user's backlog does not delay another's job")
+    func roundRobin() async throws {
+        let pool = ComputePool(width: 1, limits: .init(queryQueue: 16, queueTimeout: .seconds(30)))
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let holder = Self.hold(pool, release: release, started: started)
+        await Self.wait(started)
+        let order = Order()
+        var jobs: [Task<Void, any Error>] = []
+        for i in 0..<6 {  // the flood's backlog, queued first
+            jobs.append(Task { try await pool.run(owner: "flood") { order.append("flood\(i)") } })
+            try await Self.waitQueued(pool, .query, i + 1)
+        }
+        jobs.append(Task { try await pool.run(owner: "phone") { order.append("phone") } })
+        try await Self.waitQueued(pool, .query, 7)
+        release.signal()
+        try await holder.value
+        for job in jobs { try await job.value }
+        #expect(order.items == ["flood0", "phone", "flood1", "flood2", "flood3", "flood4", "flood5"])
+    }
+
+    @Test("A full queue makes room for a new owner by refusing the newest job of the owner holding the most")
+    func pushOut() async throws {
+        let pool = ComputePool(width: 1, limits: .init(queryQueue: 3, queueTimeout: .seconds(30)))
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let holder = Self.hold(pool, release: release, started: started)
+        await Self.wait(started)
+        var flood: [Task<Int, any Error>] = []
+        for i in 0..<3 {
+            flood.append(Task { try await pool.run(owner: "flood") { i } })
+            try await Self.waitQueued(pool, .query, i + 1)
+        }
+        // The flood's own fourth job is refused: it already holds the whole queue.
+        await #expect(throws: ComputePoolError.busy(.query)) { try await pool.run(owner: "flood") { 3 } }
+        let phone = Task { try await pool.run(owner: "phone") { 100 } }
+        await #expect(throws: ComputePoolError.busy(.query)) { try await flood[2].value }  // pushed out for the phone
+        try await Self.waitQueued(pool, .query, 3)
+        // A second phone job is refused: taking another from the flood would leave it no more than the phone.
+        await #expect(throws: ComputePoolError.busy(.query)) { try await pool.run(owner: "phone") { 101 } }
+        release.signal()
+        try await holder.value
+        let values = [try await flood[0].value, try await flood[1].value, try await phone.value]
+        #expect(values == [0, 1, 100])
+    }
 }
 
 /// Labels appended by concurrent jobs, in order.

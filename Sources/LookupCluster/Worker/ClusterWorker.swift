@@ -25,8 +25,9 @@ public final class ClusterWorker: Sendable {
         public var workerID: String
         /// PIR threads per query (default: every core).
         public var threads: Int?
-        /// Queries accepted at once.
-        public var credit = 8
+        /// Queries accepted at once (default: what the compute pool runs and queues, so that the pool's per-user
+        /// round-robin orders them; beyond, queries wait at the coordinator).
+        public var credit: Int?
         /// This worker's CURVE key pair and the coordinator's public key (required across hosts).
         public var curve: (keys: CurveKeyPair, serverPublicKey: String)?
         /// Memory for parsed keys, bytes.
@@ -174,7 +175,7 @@ public final class ClusterWorker: Sendable {
             $0.hello = .with {
                 $0.workerID = options.workerID
                 $0.threads = UInt32(options.threads ?? MulPirServer.coreCount)
-                $0.credit = UInt32(options.credit)
+                $0.credit = UInt32(options.credit ?? executor.pool.width + executor.pool.limits.queryQueue)
                 $0.incarnation = incarnation
                 $0.loaded = loaded.sorted { $0.key < $1.key }.map { key, sha in
                     var ref = key.ref

@@ -112,7 +112,7 @@ public struct LookupAPI: Sendable {
             let context = version.context
             let required = version.configuration.keyConfig.native()
             let message = uploaded.evaluationKey
-            try await pool.run(lane: .key) {
+            try await pool.run(lane: .key, owner: user) {
                 let key = try EvaluationKey(deserialize: try message.native(), context: context)
                 let missing = Set(required.galoisElements).subtracting(key.galoisKeys.keys)
                 guard missing.isEmpty else {

@@ -1,4 +1,3 @@
-import DequeModule
 import Dispatch
 import Synchronization
 
@@ -7,7 +6,9 @@ import Synchronization
 /// waits without holding a thread; when its lane's queue is full it is refused at once (`ComputePoolError.busy`,
 /// answered 503 with `Retry-After`), and a job whose deadline has passed or whose caller has gone is dropped
 /// before it starts. Queries go first; key parsing runs on at most `keyWidth` slots, so a flood of key uploads can
-/// slow lookups by at most that share and never queue in front of them.
+/// slow lookups by at most that share and never queue in front of them. Within a lane, waiting jobs are served
+/// round-robin by owner (the User-Identifier), and a full queue makes room for a newcomer by refusing the newest job
+/// of the owner holding the most: a flood from a few users cannot make one phone wait behind all of it.
 public final class ComputePool: Sendable {
     /// What a job is, which decides its queue and its share of the slots.
     public enum Lane: Int, Sendable, CaseIterable {
@@ -39,13 +40,15 @@ public final class ComputePool: Sendable {
 
     final class Job: Sendable {
         let lane: Lane
+        let owner: String
         let deadline: ContinuousClock.Instant
         let body: @Sendable () -> Void
         let fail: @Sendable (ComputePoolError) -> Void
         let cancelled = Atomic<Bool>(false)
-        init(lane: Lane, deadline: ContinuousClock.Instant, body: @escaping @Sendable () -> Void,
+        init(lane: Lane, owner: String, deadline: ContinuousClock.Instant, body: @escaping @Sendable () -> Void,
              fail: @escaping @Sendable (ComputePoolError) -> Void) {
             self.lane = lane
+            self.owner = owner
             self.deadline = deadline
             self.body = body
             self.fail = fail
@@ -59,10 +62,19 @@ public final class ComputePool: Sendable {
     }
 
     struct State {
-        var waiting: [Deque<Job>] = Array(repeating: [], count: Lane.allCases.count)
+        var waiting: [FairQueue<Job>] = Array(repeating: FairQueue(), count: Lane.allCases.count)
         var running: [Int] = Array(repeating: 0, count: Lane.allCases.count)
         var refused: [Int] = Array(repeating: 0, count: Lane.allCases.count)
         var expired = 0
+        var cancelled = 0
+
+        mutating func count(_ reason: ComputePoolError) {
+            switch reason {
+            case .deadlinePassed: expired += 1
+            case .cancelled: cancelled += 1
+            case .busy: break
+            }
+        }
 
         func queued(_ lane: Lane) -> Int { waiting[lane.rawValue].count }
         var runningTotal: Int { running.reduce(0, +) }
@@ -83,16 +95,16 @@ public final class ComputePool: Sendable {
         self.limits = limits
     }
 
-    /// Runs `work` on the pool in `lane` and returns its result; throws `ComputePoolError` when the lane's queue
-    /// is full, the job waited past `deadline` (default: now + `limits.queueTimeout`), or the caller was cancelled
-    /// before it started.
-    public func run<T: Sendable>(lane: Lane = .query, deadline: ContinuousClock.Instant? = nil,
+    /// Runs `work` on the pool in `lane` for `owner` (whose jobs share one turn of the round-robin; nil: the
+    /// anonymous owner) and returns its result; throws `ComputePoolError` when the lane's queue is full, the job
+    /// waited past `deadline` (default: now + `limits.queueTimeout`), or the caller was cancelled before it started.
+    public func run<T: Sendable>(lane: Lane = .query, owner: String? = nil, deadline: ContinuousClock.Instant? = nil,
                                  _ work: @escaping @Sendable () throws -> T) async throws -> T {
         let deadline = deadline ?? .now + limits.queueTimeout
         let box = Mutex<Job?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                let job = Job(lane: lane, deadline: deadline, body: { continuation.resume(with: Result { try work() }) },
+                let job = Job(lane: lane, owner: owner ?? "", deadline: deadline, body: { continuation.resume(with: Result { try work() }) },
                               fail: { continuation.resume(throwing: $0) })
                 box.withLock { $0 = job }
                 submit(job)
@@ -102,32 +114,38 @@ public final class ComputePool: Sendable {
         }
     }
 
-    /// Jobs waiting and running per lane, and jobs refused or expired so far (for metrics and tests).
-    public var snapshot: (queued: [Lane: Int], running: [Lane: Int], refused: [Lane: Int], expired: Int) {
+    /// Jobs waiting and running per lane, and jobs refused, expired and dropped for a gone caller so far (for
+    /// metrics and tests).
+    public var snapshot: (queued: [Lane: Int], running: [Lane: Int], refused: [Lane: Int], expired: Int, cancelled: Int) {
         state.withLock { s in
             (Dictionary(uniqueKeysWithValues: Lane.allCases.map { ($0, s.queued($0)) }),
              Dictionary(uniqueKeysWithValues: Lane.allCases.map { ($0, s.running[$0.rawValue]) }),
-             Dictionary(uniqueKeysWithValues: Lane.allCases.map { ($0, s.refused[$0.rawValue]) }), s.expired)
+             Dictionary(uniqueKeysWithValues: Lane.allCases.map { ($0, s.refused[$0.rawValue]) }), s.expired, s.cancelled)
         }
     }
 
     private func submit(_ job: Job) {
-        enum Outcome { case start, queued, refused }
+        enum Outcome { case start, queued(pushedOut: Job?), refused }
         let outcome: Outcome = state.withLock { s in
             if canStart(job.lane, s) {
                 s.running[job.lane.rawValue] += 1
                 return .start
             }
-            guard s.queued(job.lane) < (job.lane == .query ? limits.queryQueue : limits.keyQueue) else {
+            var pushedOut: Job?
+            if s.queued(job.lane) >= (job.lane == .query ? limits.queryQueue : limits.keyQueue) {
+                pushedOut = s.waiting[job.lane.rawValue].pushOut(for: job.owner)
+                guard pushedOut != nil else {
+                    s.refused[job.lane.rawValue] += 1
+                    return .refused
+                }
                 s.refused[job.lane.rawValue] += 1
-                return .refused
             }
-            s.waiting[job.lane.rawValue].append(job)
-            return .queued
+            s.waiting[job.lane.rawValue].append(job, owner: job.owner)
+            return .queued(pushedOut: pushedOut)
         }
         switch outcome {
         case .start: launch(job)
-        case .queued: break
+        case .queued(let pushedOut): pushedOut?.fail(.busy(job.lane))
         case .refused: job.fail(.busy(job.lane))
         }
     }
@@ -144,7 +162,7 @@ public final class ComputePool: Sendable {
     private func launch(_ job: Job) {
         queue.async { [self] in
             if let reason = job.dropReason(now: .now) {  // cancelled since admission, or a deadline given already past
-                if reason == .deadlinePassed { state.withLock { $0.expired += 1 } }
+                state.withLock { $0.count(reason) }
                 job.fail(reason)
             } else {
                 job.body()
@@ -166,7 +184,7 @@ public final class ComputePool: Sendable {
                         s.running[candidate.rawValue] += 1
                         return job
                     }
-                    if reason == .deadlinePassed { s.expired += 1 }
+                    s.count(reason)
                     dropped.append((job, reason))
                 }
             }

@@ -21,7 +21,8 @@ public final class LocalShardExecutor: ShardExecutor {
     private let installed = Mutex<[VersionID: Installed]>([:])
     private let keyStore: any EvaluationKeyStore
     private let cache: EvaluationKeyCache
-    private let pool: ComputePool
+    /// The compute pool its key parsing and queries run on.
+    public let pool: ComputePool
     private let threads: Int?
     private let metrics: ServiceMetrics?
 
@@ -73,7 +74,7 @@ public final class LocalShardExecutor: ShardExecutor {
 
     /// Parses and caches a pushed key so the first query with it does not wait.
     public func cacheKey(user: String, identifier: [UInt8], timestamp: UInt64, serialized: [UInt8], context: Context) async throws {
-        let key = try await pool.run(lane: .key) {
+        let key = try await pool.run(lane: .key, owner: user) {
             try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context)
         }
         cache.put(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp), key, bytes: key.memoryBytes)
@@ -100,11 +101,12 @@ public final class LocalShardExecutor: ShardExecutor {
         // One deadline for the whole request: the key phase and the compute phase both start before it or not at all,
         // and a caller that has gone while its key was fetched or parsed gets no compute.
         let deadline = ContinuousClock.now + pool.limits.queueTimeout
+        let owner = request.key.user
         let key = try await evaluationKey(request.key, context: context, deadline: deadline)
         try Task.checkCancellation()
         let query = request.query
         let start = ContinuousClock.now
-        let response = try await pool.run(deadline: deadline) {
+        let response = try await pool.run(owner: owner, deadline: deadline) {
             let ciphertexts = try query.native(context: context)
             let replies = try server.computeResponse(query: ciphertexts, pirCalls: Int(query.numPirCalls), evaluationKey: key)
             return ProtoPIRResponse(replies: replies)
@@ -124,7 +126,7 @@ public final class LocalShardExecutor: ShardExecutor {
             guard let stored = try await keyStore.key(user: user, identifier: identifier), stored.timestamp == timestamp else {
                 throw LookupError.evaluationKeyNotFound
             }
-            let key = try await pool.run(deadline: deadline) {
+            let key = try await pool.run(owner: user, deadline: deadline) {
                 try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: stored.serialized).native(), context: context)
             }
             cache.put(cacheKey, key, bytes: key.memoryBytes)

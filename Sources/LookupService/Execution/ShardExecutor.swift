@@ -7,6 +7,12 @@ public enum EvaluationKeySource: Sendable {
     case stored(user: String, identifier: [UInt8], timestamp: UInt64)
     /// `PIRRequest.evaluation_key`, which overrides any stored key.
     case inline(ProtoEvaluationKey)
+
+    /// The User-Identifier of a stored key (its queries' turn in the compute pool); nil for an inline key.
+    public var user: String? {
+        if case .stored(let user, _, _) = self { return user }
+        return nil
+    }
 }
 
 /// One `PIRRequest` routed to a shard of a use-case version.
