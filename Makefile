@@ -22,6 +22,7 @@ test: deps
 	@if ip netns add callveil-probe 2>/dev/null; then ip netns del callveil-probe; \
 	  $(MAKE) --no-print-directory cluster-test && $(MAKE) --no-print-directory chaos; \
 	  else echo "network namespaces not available here: skipping the netns cluster test and the chaos run"; fi
+	$(MAKE) --no-print-directory overload
 
 # Three network namespaces, real TCP with CURVE: kill a worker, add one (cluster/netns-test.sh; needs root).
 cluster-test: deps
@@ -33,7 +34,8 @@ chaos: deps
 	bash cluster/chaos.sh
 
 # Overload and hostile input against the default `serve` while a phone checks every answer (bench/overload.sh):
-# slow connections, 10 MiB /key uploads, 4x query capacity; prints a table, fails on a bound exceeded.
+# slow connections, 10 MiB /key uploads, 4x query capacity; prints a table, fails on a bound exceeded. About
+# 2 minutes; the last step of `make test`.
 overload: deps
 	bash bench/overload.sh
 
