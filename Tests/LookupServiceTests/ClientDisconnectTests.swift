@@ -11,12 +11,7 @@ import Testing
 struct ClientDisconnectTests {
     @Test("A queued /queries request whose client disconnects is dropped before it computes; one whose client waits is answered")
     func disconnectedQueryIsDropped() async throws {
-        let directory = try temporaryDirectory()
-        let data = try DemoDataset.make(in: directory, count: 30)
-        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases) {
-            $0.privacyPass = .init(enabled: false)
-            $0.http?.queueTimeoutSeconds = 60
-        })
+        let (server, data) = try await Self.start { $0.http?.queueTimeoutSeconds = 60 }
         let pool = server.server.pool
         let record = try #require(data.records.first)
         let user = UUID().uuidString
@@ -59,11 +54,7 @@ struct ClientDisconnectTests {
 
     @Test("A body that breaks HTTP framing (bad chunk size) is answered 400, not 500")
     func malformedChunkedBody() async throws {
-        let directory = try temporaryDirectory()
-        let data = try DemoDataset.make(in: directory, count: 30)
-        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases) {
-            $0.privacyPass = .init(enabled: false)
-        })
+        let (server, _) = try await Self.start()
         let port = try #require(URLComponents(string: server.url)?.port)
         let connection = try RawConnection(port: port)
         connection.send("POST /key HTTP/1.1\r\nHost: x\r\nUser-Identifier: u1\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
@@ -72,6 +63,17 @@ struct ClientDisconnectTests {
         let text = String(decoding: answer, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 400"), "\(text.prefix(200))")
         await server.stop()
+    }
+
+    /// A server without Privacy Pass on a small demo dataset.
+    static func start(edit: @escaping (inout ServiceConfig) -> Void = { _ in }) async throws -> (TestServer, DemoDataset) {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 30)
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases) {
+            $0.privacyPass = .init(enabled: false)
+            edit(&$0)
+        })
+        return (server, data)
     }
 
     /// Polls `condition` for up to 10 s.

@@ -20,13 +20,20 @@ struct ComputePoolTests {
         }
     }
 
-    /// A one-slot pool whose slot is taken (until `release`), and a job waiting behind it that counts in `ran`.
-    static func blockedJob(queueTimeout: Duration) async -> (pool: ComputePool, release: DispatchSemaphore, holder: Task<Void, any Error>,
-                                                           ran: Tally, waiting: Task<Void, any Error>) {
-        let pool = ComputePool(width: 1, limits: .init(queueTimeout: queueTimeout))
+    /// A one-slot pool with `queryQueue` places whose slot is taken until `release` is signalled.
+    static func heldPool(queryQueue: Int = 64, queueTimeout: Duration = .seconds(30)) async
+        -> (pool: ComputePool, release: DispatchSemaphore, holder: Task<Void, any Error>) {
+        let pool = ComputePool(width: 1, limits: .init(queryQueue: queryQueue, queueTimeout: queueTimeout))
         let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
         let holder = hold(pool, release: release, started: started)
         await wait(started)
+        return (pool, release, holder)
+    }
+
+    /// A one-slot pool whose slot is taken (until `release`), and a job waiting behind it that counts in `ran`.
+    static func blockedJob(queueTimeout: Duration) async -> (pool: ComputePool, release: DispatchSemaphore, holder: Task<Void, any Error>,
+                                                           ran: Tally, waiting: Task<Void, any Error>) {
+        let (pool, release, holder) = await heldPool(queueTimeout: queueTimeout)
         let ran = Tally()
         return (pool, release, holder, ran, Task { try await pool.run { ran.add() } })
     }
@@ -45,10 +52,7 @@ struct ComputePoolTests {
 
     @Test("A full queue refuses at once; queued jobs run when the slot frees")
     func boundedQueue() async throws {
-        let pool = ComputePool(width: 1, limits: .init(queryQueue: 2, queueTimeout: .seconds(30)))
-        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
-        let holder = Self.hold(pool, release: release, started: started)
-        await Self.wait(started)
+        let (pool, release, holder) = await Self.heldPool(queryQueue: 2)
         let queued = (0..<2).map { i in Task { try await pool.run { i } } }
         try await Self.waitQueued(pool, .query, 2)
         await #expect(throws: ComputePoolError.busy(.query)) { try await pool.run { 99 } }
@@ -109,10 +113,7 @@ struct ComputePoolTests {
 
     @Test("Waiting jobs are served round-robin by owner: one user's backlog does not delay another's job")
     func roundRobin() async throws {
-        let pool = ComputePool(width: 1, limits: .init(queryQueue: 16, queueTimeout: .seconds(30)))
-        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
-        let holder = Self.hold(pool, release: release, started: started)
-        await Self.wait(started)
+        let (pool, release, holder) = await Self.heldPool(queryQueue: 16)
         let order = Order()
         var jobs: [Task<Void, any Error>] = []
         for i in 0..<6 {  // the flood's backlog, queued first
@@ -129,10 +130,7 @@ struct ComputePoolTests {
 
     @Test("A full queue makes room for a new owner by refusing the newest job of the owner holding the most")
     func pushOut() async throws {
-        let pool = ComputePool(width: 1, limits: .init(queryQueue: 3, queueTimeout: .seconds(30)))
-        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
-        let holder = Self.hold(pool, release: release, started: started)
-        await Self.wait(started)
+        let (pool, release, holder) = await Self.heldPool(queryQueue: 3)
         var flood: [Task<Int, any Error>] = []
         for i in 0..<3 {
             flood.append(Task { try await pool.run(owner: "flood") { i } })
