@@ -133,12 +133,9 @@ public final class ComputePool: Sendable {
             }
             var pushedOut: Job?
             if s.queued(job.lane) >= (job.lane == .query ? limits.queryQueue : limits.keyQueue) {
+                s.refused[job.lane.rawValue] += 1  // this job, or the one it pushes out
                 pushedOut = s.waiting[job.lane.rawValue].pushOut(for: job.owner)
-                guard pushedOut != nil else {
-                    s.refused[job.lane.rawValue] += 1
-                    return .refused
-                }
-                s.refused[job.lane.rawValue] += 1
+                guard pushedOut != nil else { return .refused }
             }
             s.waiting[job.lane.rawValue].append(job, owner: job.owner)
             return .queued(pushedOut: pushedOut)

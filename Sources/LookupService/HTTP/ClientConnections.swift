@@ -14,9 +14,6 @@ public final class ClientConnections: Sendable {
         open.withLock { $0[ObjectIdentifier(channel)] }
     }
 
-    /// Connections open now.
-    public var count: Int { open.withLock { $0.count } }
-
     func register(_ connection: ClientConnection, for channel: any Channel) {
         open.withLock { $0[ObjectIdentifier(channel)] = connection }
     }

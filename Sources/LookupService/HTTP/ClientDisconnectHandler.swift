@@ -23,10 +23,6 @@ final class ClientDisconnectHandler: ChannelInboundHandler, RemovableChannelHand
         connections.remove(context.channel)
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        context.fireChannelRead(data)
-    }
-
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case ChannelEvent.inputClosed = event { connection.markGone() }
         context.fireUserInboundEventTriggered(event)
