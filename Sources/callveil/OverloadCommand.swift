@@ -3,7 +3,6 @@ import AsyncHTTPClient
 import Foundation
 import LookupClient
 import NIOCore
-import NIOPosix
 import Synchronization
 
 /// `callveil overload` (`make overload`): overload and hostile input against a running server, with a checked
@@ -35,6 +34,8 @@ struct OverloadCommand: AsyncParsableCommand {
     @Option(help: "Bound on the server's RSS, MiB.") var rssLimit = 1536
     @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 15.0
     @Option(help: "Seconds after the flood within which the phone must be back to baseline latency.") var recoveryLimit = 10.0
+    @Option(help: "Write the phone's lookups (start and latency in seconds from its start, retries) to this CSV file.")
+    var timeline: String?
     @Option(help: "User token of the phone.") var userToken = "AAAA"
     @Option(help: "User token of the /queries flood.") var floodToken = "BBBB"
     @Option(help: "User token of the /key flood (its own, so that the query flood's issuance limit does not throttle it).")
@@ -54,24 +55,19 @@ struct OverloadCommand: AsyncParsableCommand {
             configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
             return HTTPClient(eventLoopGroup: group, configuration: configuration)
         }
-        // The phone's connections on an event loop of their own: a phone does not share its network stack with the
-        // attackers, so its requests must not wait behind the flood's 10 MiB uploads in this process.
-        let phoneLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let phoneClient = pool(2, group: phoneLoop), capacityClient = pool(8), floodClient = pool(256), keyClient = pool(keyUploaders + 4)
-        let clients = [phoneClient, capacityClient, floodClient, keyClient]
+        let adminClient = pool(2), capacityClient = pool(8), floodClient = pool(256), keyClient = pool(keyUploaders + 4)
+        let clients = [adminClient, capacityClient, floodClient, keyClient]
         do {
             try await measure(truth: truth, port: port, rss: rss, clients: clients)
         } catch {
             for client in clients { try? await client.shutdown() }
-            try? await phoneLoop.shutdownGracefully()
             throw error
         }
         for client in clients { try? await client.shutdown() }
-        try? await phoneLoop.shutdownGracefully()
     }
 
     private func measure(truth: LoadGenerator.Truth, port: Int, rss: RSSSampler, clients: [HTTPClient]) async throws {
-        let (phoneClient, capacityClient, floodClient, keyClient) = (clients[0], clients[1], clients[2], clients[3])
+        let (adminClient, capacityClient, floodClient, keyClient) = (clients[0], clients[1], clients[2], clients[3])
 
         // Capacity: 4 devices back to back on the block use case.
         let capacityHTTP = LookupHTTPClient(baseURL: url, client: capacityClient)
@@ -100,15 +96,11 @@ struct OverloadCommand: AsyncParsableCommand {
         let capacity = Double(counted.total) / capacitySeconds
         print(String(format: "measured capacity: %.1f queries/s (4 devices back to back, %.0f s)", capacity, capacitySeconds))
 
-        // The phone, from now to the end.
-        let phoneHTTP = LookupHTTPClient(baseURL: url, client: phoneClient)
-        let phoneDevice = LookupDevice(http: phoneHTTP, userIdentifier: "overload-phone-\(seed)",
-                                       authorization: PrivacyPassAuthorization(issuer: phoneHTTP, userToken: userToken, batch: 8))
-        try await phoneDevice.syncConfig([block, identity])
-        let phone = OverloadPhone(device: phoneDevice, truth: truth, block: block, identity: identity)
+        // The phone, from now to the end, in a process of its own (`OverloadPhoneCommand`): a phone is a device of
+        // its own, and in this process its encryption would wait behind the flood's client work.
+        let phone = try await PhoneProcess(arguments: ["--url", url, "--dataset", dataset, "--user-token", userToken,
+                                                       "--block", block, "--identity", identity, "--seed", String(seed)])
         let origin = ContinuousClock.now
-        let phoneStop = Mutex(false)
-        let phoneTask = Task { await phone.run(origin: origin, seed: seed) { phoneStop.withLock { $0 } } }
         try await Task.sleep(for: .milliseconds(Int64(baselineSeconds * 1000)))
         let baselineRSS = rss.peak
 
@@ -143,14 +135,21 @@ struct OverloadCommand: AsyncParsableCommand {
         let floodRSS = rss.peak
         // Recovery: the phone alone again (the flood's requests still in flight drain meanwhile).
         try await Task.sleep(for: .milliseconds(Int64(recoverySeconds * 1000)))
-        phoneStop.withLock { $0 = true }
-        await phoneTask.value
+        let report = try await phone.finish()
+        let phoneTally = StatusTally()
+        for (outcome, count) in report.outcomes { phoneTally.add(outcome, count: count) }
         await queryTask.value
         await keyTask.value
         rss.stop()
 
         // Verdicts.
-        let lookups = phone.completed
+        let lookups = report.lookups
+        if let timeline {
+            let rows = ["start,latency,retries,token_seconds"]
+                + lookups.map { String(format: "%.3f,%.3f,%d,%.3f", $0.start, $0.latency, $0.retries, $0.tokenSeconds) }
+            try (rows.joined(separator: "\n") + "\n").write(toFile: timeline, atomically: true, encoding: .utf8)
+            print(String(format: "timeline: %@ (flood from %.1f s to %.1f s)", timeline, floodStart.seconds, floodEnd.seconds))
+        }
         let baseline = lookups.filter { $0.start < floodStart.seconds }
         let during = lookups.filter { $0.start >= floodStart.seconds && $0.start < floodEnd.seconds }
         let after = lookups.filter { $0.start >= floodEnd.seconds }
@@ -163,10 +162,10 @@ struct OverloadCommand: AsyncParsableCommand {
         let alive = kill(pid, 0) == 0
         var healthy = true
         if let adminURL {
-            healthy = (try? await LookupHTTPClient(baseURL: adminURL, client: phoneClient).send(method: .GET, path: "/healthz", headers: [], body: nil).status) == 200
+            healthy = (try? await LookupHTTPClient(baseURL: adminURL, client: adminClient).send(method: .GET, path: "/healthz", headers: [], body: nil).status) == 200
         }
         let slowTally = slow.tally
-        let withoutRetryAfter = [phone.tally, queryTally, keyTally].flatMap { $0.snapshot.filter { $0.key.contains("without Retry-After") }.map(\.value) }.reduce(0, +)
+        let withoutRetryAfter = [phoneTally, queryTally, keyTally].flatMap { $0.snapshot.filter { $0.key.contains("without Retry-After") }.map(\.value) }.reduce(0, +)
 
         func row(_ name: String, _ tally: StatusTally) -> String {
             let parts = tally.snapshot.sorted { $0.value > $1.value }.map { "\($0.key): \($0.value)" }
@@ -175,7 +174,7 @@ struct OverloadCommand: AsyncParsableCommand {
         print("")
         print("| source | requests | what it got |")
         print("|---|---:|---|")
-        print(row("phone (checked)", phone.tally))
+        print(row("phone (checked, own process)", phoneTally))
         print(row(String(format: "/queries flood (%.1f/s)", rate), queryTally))
         print(row("/key flood (\(keyUploadMegabytes) MiB each, \(keyUploaders) at once)", keyTally))
         print("| slow connections (\(slowConnections), 1 byte/s) | \(slowTally.opened) opened | closed by the server: \(slowTally.closedByServer), refused: \(slowTally.refused), bytes sent: \(slowTally.bytesSent) |")
@@ -196,8 +195,8 @@ struct OverloadCommand: AsyncParsableCommand {
         if !alive { failures.append("the server process is gone") }
         if !healthy { failures.append("/healthz did not answer 200 after the flood") }
         if rss.peak >> 20 > rssLimit { failures.append("server RSS peaked at \(rss.peak >> 20) MiB > \(rssLimit) MiB") }
-        if !phone.wrongAnswers.isEmpty { failures.append("the phone got \(phone.wrongAnswers.count) wrong answers") }
-        if phone.failures > 0 { failures.append("\(phone.failures) phone lookups failed") }
+        if !report.wrongAnswers.isEmpty { failures.append("the phone got \(report.wrongAnswers.count) wrong answers") }
+        if report.failures > 0 { failures.append("\(report.failures) phone lookups failed") }
         if baseline.isEmpty { failures.append("the phone completed no lookup before the flood") }
         if during.isEmpty { failures.append("the phone completed no lookup during the flood") }
         if floodP99 > p99Limit { failures.append(String(format: "phone p99 during the flood %.3f s > %.1f s", floodP99, p99Limit)) }

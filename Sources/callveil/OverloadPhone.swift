@@ -7,13 +7,16 @@ import Synchronization
 /// do (block, then identity), honouring `Retry-After`, and checking every decrypted answer against the truth.
 final class OverloadPhone: Sendable {
     /// One lookup: when it started (seconds since the run's start), how long both answers took, retries it needed.
-    struct Lookup: Sendable {
+    struct Lookup: Sendable, Codable {
         var start: Double
         var latency: Double
         var retries: Int
+        /// Of the latency, seconds spent getting Privacy Pass tokens (`/issue` when the batch ran out).
+        var tokenSeconds: Double
     }
 
     let device: LookupDevice
+    let clock: TimedAuthorization?
     let truth: LoadGenerator.Truth
     let block: String, identity: String
     let tally = StatusTally()
@@ -21,8 +24,9 @@ final class OverloadPhone: Sendable {
     private let wrong = Mutex<[String]>([])
     private let failed = Mutex(0)
 
-    init(device: LookupDevice, truth: LoadGenerator.Truth, block: String, identity: String) {
+    init(device: LookupDevice, clock: TimedAuthorization? = nil, truth: LoadGenerator.Truth, block: String, identity: String) {
         self.device = device
+        self.clock = clock
         self.truth = truth
         self.block = block
         self.identity = identity
@@ -48,6 +52,7 @@ final class OverloadPhone: Sendable {
                 (number, expectedBlock, expectedIdentity) = (truth.absent[Int(rng.next() % UInt64(truth.absent.count))], nil, nil)
             }
             let start = ContinuousClock.now
+            let tokenBefore = clock?.seconds ?? 0
             var retries = 0
             do {
                 let blockValue = try await answer(number, in: block, retries: &retries)
@@ -57,7 +62,8 @@ final class OverloadPhone: Sendable {
                 }
                 let latency = ContinuousClock.now - start
                 lookups.withLock {
-                    $0.append(Lookup(start: (start - origin).seconds, latency: latency.seconds, retries: retries))
+                    $0.append(Lookup(start: (start - origin).seconds, latency: latency.seconds, retries: retries,
+                                     tokenSeconds: (clock?.seconds ?? 0) - tokenBefore))
                 }
             } catch {
                 failed.withLock { $0 += 1 }
@@ -81,6 +87,37 @@ final class OverloadPhone: Sendable {
                 throw error
             }
         }
+    }
+}
+
+extension OverloadPhone {
+    /// What the phone measured, as its process reports it to `callveil overload`.
+    struct Report: Codable {
+        var lookups: [Lookup]
+        var outcomes: [String: Int]
+        var wrongAnswers: [String]
+        var failures: Int
+    }
+
+    /// The phone's measurements so far.
+    var report: Report { Report(lookups: completed, outcomes: tally.snapshot, wrongAnswers: wrongAnswers, failures: failures) }
+}
+
+/// An authorization provider that adds up the time its wrapped provider takes (the phone reports how much of
+/// its latency is token issuance).
+final class TimedAuthorization: AuthorizationProvider {
+    let inner: any AuthorizationProvider
+    private let total = Mutex(0.0)
+
+    init(_ inner: any AuthorizationProvider) { self.inner = inner }
+
+    /// Seconds spent in `authorization()` so far.
+    var seconds: Double { total.withLock { $0 } }
+
+    func authorization() async throws -> String? {
+        let start = ContinuousClock.now
+        defer { total.withLock { $0 += (ContinuousClock.now - start).seconds } }
+        return try await inner.authorization()
     }
 }
 

@@ -7,8 +7,8 @@ import Synchronization
 final class StatusTally: Sendable {
     private let counts = Mutex<[String: Int]>([:])
 
-    /// Counts one outcome.
-    func add(_ outcome: String) { counts.withLock { $0[outcome, default: 0] += 1 } }
+    /// Counts one outcome (`count` times).
+    func add(_ outcome: String, count: Int = 1) { counts.withLock { $0[outcome, default: 0] += count } }
 
     /// Counts the outcome of a request that threw `error` (nil: it succeeded).
     func add(error: (any Error)?) { add(Self.outcome(error)) }

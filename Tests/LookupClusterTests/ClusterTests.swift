@@ -20,10 +20,13 @@ struct ClusterTests {
         let directory: String
         let data: DemoDataset
 
-        func worker(_ id: String, keys: CurveKeyPair? = nil, serverKey: String? = nil, faults: LinkFaults? = nil) throws -> ClusterWorker {
+        func worker(_ id: String, keys: CurveKeyPair? = nil, serverKey: String? = nil, faults: LinkFaults? = nil,
+                    pool: ComputePool? = nil, credit: Int? = nil) throws -> ClusterWorker {
             var options = ClusterWorker.Options(coordinator: coordinator.endpoint, dataDirectory: "\(directory)/worker-\(id)", workerID: id)
             options.threads = 1
             options.faults = faults
+            options.pool = pool
+            options.credit = credit
             if let keys, let serverKey { options.curve = (keys, serverKey) }
             return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
         }
@@ -50,7 +53,8 @@ struct ClusterTests {
 
     static func start(replication: Int = 2, curve: (CurveKeyPair, [String: String])? = nil, count: Int = 150,
                       chunkBytes: Int = 1 << 20, faults: LinkFaults? = nil,
-                      heartbeatTimeout: Duration = .seconds(1)) async throws -> Cluster {
+                      heartbeatTimeout: Duration = .seconds(1),
+                      edit: @escaping @Sendable (inout ClusterCoordinator.Options) -> Void = { _ in }) async throws -> Cluster {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: count)
         let context = try ZMQContext()
@@ -63,6 +67,7 @@ struct ClusterTests {
             options.transferChunkBytes = chunkBytes
             options.faults = faults
             if let curve { options.curve = (curve.0, curve.1) }
+            edit(&options)
             let coordinator = try ClusterCoordinator(context: context, options: options, keyStore: store, logger: TestServer.logger)
             box.withLock { $0 = coordinator }
             return coordinator

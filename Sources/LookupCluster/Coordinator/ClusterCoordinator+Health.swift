@@ -7,6 +7,13 @@ extension ClusterCoordinator {
         state.withLock { $0.workers.mapValues { Set($0.actual.keys) } }
     }
 
+    /// Queries each live worker holds credit for: sent and not yet answered, including those whose client went
+    /// away (their credit returns when the worker answers).
+    public var queriesInFlight: [String: Int] { state.withLock { $0.workers.mapValues(\.inFlight) } }
+
+    /// Queries waiting in line for a replica's credit.
+    public var queriesWaiting: Int { state.withLock { $0.line.count } }
+
     /// The desired state as it stands.
     public var desiredState: DesiredState { state.withLock { $0.desired } }
 

@@ -22,25 +22,10 @@ extension ClusterCoordinator {
         for _ in 0..<options.maxAttempts {
             var choice = reserve(shard, excluding: tried)
             if case .busy = choice {
-                // Every replica at its credit: wait for a slot (back-pressure) rather than overload a worker, but only
-                // so many queries and only so long; beyond, shed with 503 + Retry-After.
-                let admitted = state.withLock { s in
-                    guard s.waiting < options.maxWaitingQueries else { return false }
-                    s.waiting += 1
-                    return true
-                }
-                guard admitted else {
-                    options.metrics?.increment("callveil_cluster_queries_shed_total")
-                    throw LookupError.unavailable("Server busy: every replica is at capacity")
-                }
-                defer { state.withLock { $0.waiting -= 1 } }
-                let waitUntil = min(deadline, ContinuousClock.now + options.queueTimeout)
-                var pause = Duration.milliseconds(1)
-                while case .busy = choice, ContinuousClock.now < waitUntil {
-                    try await Task.sleep(for: pause)
-                    pause = min(pause * 2, .milliseconds(16))
-                    choice = reserve(shard, excluding: tried)
-                }
+                // Every replica at its credit: wait in line for a slot (back-pressure) rather than overload a
+                // worker, but only so many queries and only so long; beyond, shed with 503 + Retry-After.
+                choice = try await waitForCredit(shard, owner: query.key.user ?? "", excluding: tried,
+                                                 until: min(deadline, ContinuousClock.now + options.queueTimeout))
                 if case .busy = choice {
                     options.metrics?.increment("callveil_cluster_queries_shed_total")
                     throw LookupError.unavailable("Server busy: no replica had capacity in time")
@@ -69,21 +54,69 @@ extension ClusterCoordinator {
     /// Picks the live replica with the fewest queries in flight that has credit left among those reporting the
     /// desired content (or, while no copy has it yet, the previous content), and registers a request id.
     func reserve(_ shard: ShardKey, excluding: Set<String>) -> Reservation {
-        state.withLock { s in
-            let wanted = s.desired.shards[shard]?.sha256
-            var holders = s.workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil && $0.value.actual[shard] == wanted }
-            if holders.isEmpty { holders = s.workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil } }
-            let candidates = holders.filter { $0.value.inFlight < $0.value.credit }
-            guard let best = candidates.min(by: { ($0.value.inFlight, $0.key) < ($1.value.inFlight, $1.key) }) else {
-                return holders.isEmpty ? .none : .busy
-            }
-            s.workers[best.key]?.inFlight += 1
-            var id = UInt64.random(in: 1...UInt64.max)  // unguessable: a worker cannot answer for another's request
-            while s.pending[id] != nil { id = UInt64.random(in: 1...UInt64.max) }
-            return .reserved(best.key, id)
-        }
+        state.withLock { $0.reserve(shard, excluding: excluding) }
     }
 
+    /// Waits in line (served fairly across owners, `CreditLine`) until a replica of `shard` has credit, the worker
+    /// set changes so that none holds it (`.none`), or `until` passes (`.busy`). Refused at once when the line is
+    /// full and no owner holds more of it than `owner`; throws `CancellationError` when the client goes away.
+    func waitForCredit(_ shard: ShardKey, owner: String, excluding: Set<String>, until: ContinuousClock.Instant) async throws -> Reservation {
+        let ticket = UInt64.random(in: 1...UInt64.max)
+        let timer = Task { [weak self] in
+            try await Task.sleep(until: until)
+            self?.withdrawWaiter(ticket)
+        }
+        defer { timer.cancel() }
+        let outcome: Reservation? = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Reservation?, Never>) in
+                let (immediate, pushedOut) = state.withLock { s -> (Reservation??, CreditLine.Waiter?) in
+                    if Task.isCancelled { return (.some(.busy), nil) }
+                    let choice = s.reserve(shard, excluding: excluding)  // a slot may have freed since the first try
+                    guard case .busy = choice else { return (.some(choice), nil) }
+                    let waiter = CreditLine.Waiter(ticket: ticket, owner: owner, shard: shard, excluding: excluding, continuation: continuation)
+                    let (admitted, pushedOut) = s.line.admit(waiter, capacity: options.maxWaitingQueries)
+                    return (admitted ? .none : .some(nil), pushedOut)
+                }
+                pushedOut?.continuation.resume(returning: nil)
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: { [weak self] in
+            self?.withdrawWaiter(ticket)
+        }
+        guard let outcome else {
+            options.metrics?.increment("callveil_cluster_queries_shed_total")
+            throw LookupError.unavailable("Server busy: every replica is at capacity")
+        }
+        if Task.isCancelled {
+            if case .reserved(let worker, _) = outcome { release(worker) }
+            throw CancellationError()
+        }
+        return outcome
+    }
+
+    /// Takes a waiter out of line (its wait timed out or its client went away); a no-op once it was served.
+    func withdrawWaiter(_ ticket: UInt64) {
+        state.withLock { $0.line.withdraw(ticket) }?.continuation.resume(returning: .busy)
+    }
+
+    /// Returns one unit of a worker's credit that was reserved but not used, and serves the line.
+    func release(_ worker: String) {
+        let grants = state.withLock { s in
+            s.returnCredit(worker)
+            return s.serveWaiters()
+        }
+        for (waiter, choice) in grants { waiter.continuation.resume(returning: choice) }
+    }
+
+    /// Serves the line after the worker set, their credit or their shards changed.
+    func serveWaiters() {
+        let grants = state.withLock { $0.serveWaiters() }
+        for (waiter, choice) in grants { waiter.continuation.resume(returning: choice) }
+    }
+
+    /// Sends a query and waits for its answer. If the client goes away meanwhile, the worker is told to drop it
+    /// (`QueryCancel`) and the caller returns at once, but the worker's credit stays taken until the worker
+    /// answers or the request times out, so a worker is never sent more than it accepts.
     func call(worker: String, id: UInt64, request: Callveil_Cluster_V1_QueryRequest) async throws -> ProtoPIRResponse {
         let timeout = options.requestTimeout
         let timer = Task { [weak self] in
@@ -91,47 +124,109 @@ extension ClusterCoordinator {
             self?.fail(id, WorkerFailure(reason: "no answer in time"))
         }
         defer {
-            timer.cancel()
-            state.withLock { s in
-                if let inFlight = s.workers[worker]?.inFlight, inFlight > 0 { s.workers[worker]?.inFlight = inFlight - 1 }
-            }
+            // Settled (answered, failed, lost): the timer is no longer needed. Abandoned: it stays, to return
+            // the credit should the worker never answer.
+            if state.withLock({ $0.pending[id] == nil }) { timer.cancel() }
         }
-        return try await withCheckedThrowingContinuation { continuation in
-            let registered = state.withLock { s -> Bool in
-                guard !s.stopped else { return false }
-                s.pending[id] = Pending(continuation: continuation, worker: worker)
-                return true
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let registered = state.withLock { s -> (any Error)? in
+                    guard !s.stopped else { return LookupError(.serviceUnavailable, "coordinator stopping") }
+                    guard !Task.isCancelled else { return CancellationError() }
+                    s.pending[id] = Pending(continuation: continuation, worker: worker)
+                    return nil
+                }
+                if let refusal = registered {
+                    release(worker)
+                    return continuation.resume(throwing: refusal)
+                }
+                send(to: worker, .with {
+                    $0.requestID = id
+                    $0.query = request
+                })
             }
-            guard registered else {
-                return continuation.resume(throwing: LookupError(.serviceUnavailable, "coordinator stopping"))
-            }
-            send(to: worker, .with {
-                $0.requestID = id
-                $0.query = request
-            })
+        } onCancel: { [weak self] in
+            self?.abandon(id)
         }
+    }
+
+    /// The client of a query in flight went away: it returns now, and its worker is told to drop the query.
+    func abandon(_ id: UInt64) {
+        let abandoned = state.withLock { s -> (String, CheckedContinuation<ProtoPIRResponse, any Error>)? in
+            guard let pending = s.pending[id], let continuation = pending.continuation else { return nil }
+            s.pending[id]?.continuation = nil
+            return (pending.worker, continuation)
+        }
+        guard let (worker, continuation) = abandoned else { return }
+        options.metrics?.increment("callveil_cluster_queries_cancelled_total")
+        send(to: worker, .with {
+            $0.requestID = id
+            $0.cancel = .init()
+        })
+        continuation.resume(throwing: CancellationError())
+    }
+
+    /// Settles a request: forgets it, returns its worker's credit and serves the line.
+    func settle(_ id: UInt64, where accept: (Pending) -> Bool = { _ in true }) -> Pending? {
+        let (pending, grants) = state.withLock { s -> (Pending?, [(CreditLine.Waiter, Reservation)]) in
+            guard let p = s.pending[id], accept(p) else { return (nil, []) }
+            s.pending.removeValue(forKey: id)
+            s.returnCredit(p.worker)
+            return (p, s.serveWaiters())
+        }
+        for (waiter, choice) in grants { waiter.continuation.resume(returning: choice) }
+        return pending
     }
 
     func fail(_ id: UInt64, _ error: any Error) {
-        state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(throwing: error)
+        settle(id)?.continuation?.resume(throwing: error)
     }
 
     /// A worker's answer: accepted only for a request sent to that very worker; its error code is mapped through
-    /// the allow-list of codes (anything else is treated as a worker fault and retried elsewhere).
+    /// the allow-list of codes (anything else is treated as a worker fault and retried elsewhere). The answer to
+    /// an abandoned request only returns the credit.
     func reply(from name: String, id: UInt64, _ reply: Callveil_Cluster_V1_QueryReply) {
-        let pending = state.withLock { s -> Pending? in
-            guard let p = s.pending[id], p.worker == name else { return nil }
-            return s.pending.removeValue(forKey: id)
+        guard let pending = settle(id, where: { $0.worker == name }) else {
+            return reject("reply to an unknown or foreign request", worker: name)
         }
-        guard let pending else { return reject("reply to an unknown or foreign request", worker: name) }
+        guard let continuation = pending.continuation else { return }
         switch reply.errorCode {
         case .none:
-            pending.continuation.resume(returning: reply.response)
+            continuation.resume(returning: reply.response)
         case let code where !code.isRetryable:
-            pending.continuation.resume(throwing: code.lookupError(message: reply.errorMessage))
+            continuation.resume(throwing: code.lookupError(message: reply.errorMessage))
         default:
-            pending.continuation.resume(throwing: WorkerFailure(reason: "\(reply.errorCode)"))
+            continuation.resume(throwing: WorkerFailure(reason: "\(reply.errorCode)"))
         }
+    }
+}
+
+extension ClusterCoordinator.State {
+    /// See `ClusterCoordinator.reserve`.
+    mutating func reserve(_ shard: ShardKey, excluding: Set<String>) -> ClusterCoordinator.Reservation {
+        let wanted = desired.shards[shard]?.sha256
+        var holders = workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil && $0.value.actual[shard] == wanted }
+        if holders.isEmpty { holders = workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil } }
+        let candidates = holders.filter { $0.value.inFlight < $0.value.credit }
+        guard let best = candidates.min(by: { ($0.value.inFlight, $0.key) < ($1.value.inFlight, $1.key) }) else {
+            return holders.isEmpty ? .none : .busy
+        }
+        workers[best.key]?.inFlight += 1
+        var id = UInt64.random(in: 1...UInt64.max)  // unguessable: a worker cannot answer for another's request
+        while pending[id] != nil { id = UInt64.random(in: 1...UInt64.max) }
+        return .reserved(best.key, id)
+    }
+
+    mutating func returnCredit(_ worker: String) {
+        if let inFlight = workers[worker]?.inFlight, inFlight > 0 { workers[worker]?.inFlight = inFlight - 1 }
+    }
+
+    /// Hands freed credit to the line; a waiter whose shard no live worker holds any more is told so.
+    mutating func serveWaiters() -> [(CreditLine.Waiter, ClusterCoordinator.Reservation)] {
+        guard line.count > 0 else { return [] }
+        var line = self.line
+        defer { self.line = line }
+        return line.serve { shard, excluding in reserve(shard, excluding: excluding) }
     }
 }
 

@@ -53,8 +53,10 @@ public final class ClusterCoordinator: ShardExecutor {
         public init(bind: String) { self.bind = bind }
     }
 
+    /// A query sent to a worker; `continuation` is nil once its client went away (the entry then only holds the
+    /// worker's credit until the worker answers).
     struct Pending {
-        let continuation: CheckedContinuation<ProtoPIRResponse, any Error>
+        var continuation: CheckedContinuation<ProtoPIRResponse, any Error>?
         let worker: String
     }
 
@@ -66,7 +68,7 @@ public final class ClusterCoordinator: ShardExecutor {
         var sources: [ShardKey: TransferSource] = [:]
         var pending: [UInt64: Pending] = [:]
         /// Queries waiting for credit.
-        var waiting = 0
+        var line = CreditLine()
         /// Membership or shards changed: placement is recomputed on the next pass.
         var planDirty = false
         var stopped = false
@@ -125,12 +127,13 @@ public final class ClusterCoordinator: ShardExecutor {
     /// `stop()` for synchronous callers.
     public func shutdown() {
         monitor.withLock { $0?.cancel() }
-        let pending = state.withLock { s in
+        let (pending, waiters) = state.withLock { s in
             s.stopped = true
             defer { s.pending.removeAll() }
-            return Array(s.pending.values)
+            return (Array(s.pending.values), s.line.removeAll())
         }
-        for p in pending { p.continuation.resume(throwing: LookupError(.serviceUnavailable, "coordinator stopping")) }
+        for p in pending { p.continuation?.resume(throwing: LookupError(.serviceUnavailable, "coordinator stopping")) }
+        for waiter in waiters { waiter.continuation.resume(returning: Reservation.none) }
         loop.withLock { $0?.stop() }
     }
 

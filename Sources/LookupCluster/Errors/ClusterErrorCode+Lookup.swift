@@ -7,6 +7,7 @@ public typealias ClusterErrorCode = Callveil_Cluster_V1_ErrorCode
 extension ClusterErrorCode {
     /// The code a worker sends for an error thrown while answering a query.
     static func from(_ error: any Error) -> (ClusterErrorCode, String) {
+        if error is CancellationError || (error as? ComputePoolError) == .cancelled { return (.cancelled, "cancelled") }
         guard let lookup = LookupError.from(error) else { return (.internal, "worker error") }
         if lookup == .evaluationKeyNotFound { return (.evaluationKeyNotFound, lookup.message) }
         switch lookup.status.code {

@@ -5,6 +5,23 @@ import LookupProtocol
 import LookupService
 
 extension ClusterWorker {
+    /// Answers a query in a task of its own, registered under its request id (on the socket's thread, so before
+    /// any cancel of it is read) so that a `QueryCancel` can stop it. A duplicate of a query under way is ignored.
+    func startQuery(_ request: Callveil_Cluster_V1_QueryRequest, id: UInt64) {
+        state.withLock { s in
+            guard s.queries[id] == nil, !s.stopped else { return }
+            s.queries[id] = Task { [weak self] in
+                await self?.answer(request, id: id)
+                self?.state.withLock { _ = $0.queries.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// The coordinator's client went away: a query not yet computing is dropped (and answered as cancelled).
+    func cancelQuery(_ id: UInt64) {
+        state.withLock { $0.queries[id] }?.cancel()
+    }
+
     /// Answers one query from the content held now; errors travel as cluster error codes.
     func answer(_ request: Callveil_Cluster_V1_QueryRequest, id: UInt64) async {
         var reply = Callveil_Cluster_V1_QueryReply()

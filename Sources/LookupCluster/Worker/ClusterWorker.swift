@@ -59,6 +59,8 @@ public final class ClusterWorker: Sendable {
         var resumed: [ShardKey: Int] = [:]
         var transfersStarted = 0
         var wholeShardFailures = 0
+        /// Queries being answered, by request id, so that a `QueryCancel` can stop one.
+        var queries: [UInt64: Task<Void, Never>] = [:]
         var stopped = false
     }
 
@@ -198,7 +200,8 @@ public final class ClusterWorker: Sendable {
     private func receive(_ frames: [[UInt8]]) {
         guard let message = decode(frames) else { return }
         switch message.body {
-        case .keyReply?, .drop?: handleNow(message)
+        case .keyReply?, .drop?, .cancel?: handleNow(message)
+        case .query(let query)?: startQuery(query, id: message.requestID)
         default: Task { await handle(message) }
         }
     }
@@ -229,11 +232,12 @@ public final class ClusterWorker: Sendable {
         }
     }
 
-    /// The messages handled in arrival order on the socket's thread: key answers and drops.
+    /// The messages handled in arrival order on the socket's thread: key answers, drops and cancels.
     private func handleNow(_ message: ClusterMessage) {
         switch message.body {
         case .keyReply(let reply)?: keys.resolve(message.requestID, found: reply.found, timestamp: reply.timestamp, key: [UInt8](reply.key))
         case .drop(let drop)?: self.drop(drop.shard)
+        case .cancel?: cancelQuery(message.requestID)
         default: break
         }
     }

@@ -48,6 +48,9 @@ public nonisolated enum Callveil_Cluster_V1_ErrorCode: SwiftProtobuf.Enum, Swift
 
   /// A fault in the worker: retried elsewhere.
   case `internal` // = 5
+
+  /// The coordinator cancelled the query (QueryCancel) before it was computed.
+  case cancelled // = 6
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -62,6 +65,7 @@ public nonisolated enum Callveil_Cluster_V1_ErrorCode: SwiftProtobuf.Enum, Swift
     case 3: self = .unavailable
     case 4: self = .shardNotHeld
     case 5: self = .internal
+    case 6: self = .cancelled
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -74,6 +78,7 @@ public nonisolated enum Callveil_Cluster_V1_ErrorCode: SwiftProtobuf.Enum, Swift
     case .unavailable: return 3
     case .shardNotHeld: return 4
     case .internal: return 5
+    case .cancelled: return 6
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -86,6 +91,7 @@ public nonisolated enum Callveil_Cluster_V1_ErrorCode: SwiftProtobuf.Enum, Swift
     .unavailable,
     .shardNotHeld,
     .internal,
+    .cancelled,
   ]
 
 }
@@ -208,6 +214,14 @@ public nonisolated struct Callveil_Cluster_V1_ClusterMessage: Sendable {
     set {body = .goodbye(newValue)}
   }
 
+  public var cancel: Callveil_Cluster_V1_QueryCancel {
+    get {
+      if case .cancel(let v)? = body {return v}
+      return Callveil_Cluster_V1_QueryCancel()
+    }
+    set {body = .cancel(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -224,6 +238,7 @@ public nonisolated struct Callveil_Cluster_V1_ClusterMessage: Sendable {
     case drop(Callveil_Cluster_V1_DropShard)
     case keyPush(Callveil_Cluster_V1_KeyPush)
     case goodbye(Callveil_Cluster_V1_Goodbye)
+    case cancel(Callveil_Cluster_V1_QueryCancel)
 
   }
 
@@ -362,6 +377,19 @@ public nonisolated struct Callveil_Cluster_V1_QueryRequest: Sendable {
   fileprivate var _shard: Callveil_Cluster_V1_ShardRef? = nil
   fileprivate var _query: Apple_SwiftHomomorphicEncryption_Pir_V1_EncryptedIndices? = nil
   fileprivate var _inlineKey: Apple_SwiftHomomorphicEncryption_V1_SerializedEvaluationKey? = nil
+}
+
+/// Coordinator -> worker: the client of request `request_id` went away. A worker drops the query if it has not
+/// started computing it, and answers it anyway (with ERROR_CODE_CANCELLED or the result) so that the coordinator
+/// returns the credit only when the worker is done with it. Unknown or finished ids are ignored (idempotent).
+public nonisolated struct Callveil_Cluster_V1_QueryCancel: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// Worker -> coordinator: the answer, or an error code with a reason.
@@ -599,12 +627,12 @@ public nonisolated struct Callveil_Cluster_V1_Goodbye: Sendable {
 fileprivate nonisolated let _protobuf_package = "callveil.cluster.v1"
 
 nonisolated extension Callveil_Cluster_V1_ErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_NONE\0\u{1}ERROR_CODE_BAD_REQUEST\0\u{1}ERROR_CODE_EVALUATION_KEY_NOT_FOUND\0\u{1}ERROR_CODE_UNAVAILABLE\0\u{1}ERROR_CODE_SHARD_NOT_HELD\0\u{1}ERROR_CODE_INTERNAL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_NONE\0\u{1}ERROR_CODE_BAD_REQUEST\0\u{1}ERROR_CODE_EVALUATION_KEY_NOT_FOUND\0\u{1}ERROR_CODE_UNAVAILABLE\0\u{1}ERROR_CODE_SHARD_NOT_HELD\0\u{1}ERROR_CODE_INTERNAL\0\u{1}ERROR_CODE_CANCELLED\0")
 }
 
 nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClusterMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}request_id\0\u{2}\u{8}hello\0\u{1}heartbeat\0\u{1}query\0\u{1}reply\0\u{3}key_request\0\u{3}key_reply\0\u{1}assign\0\u{3}transfer_request\0\u{1}chunk\0\u{1}loaded\0\u{1}drop\0\u{3}key_push\0\u{1}goodbye\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}request_id\0\u{2}\u{8}hello\0\u{1}heartbeat\0\u{1}query\0\u{1}reply\0\u{3}key_request\0\u{3}key_reply\0\u{1}assign\0\u{3}transfer_request\0\u{1}chunk\0\u{1}loaded\0\u{1}drop\0\u{3}key_push\0\u{1}goodbye\0\u{1}cancel\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -783,6 +811,19 @@ nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message,
           self.body = .goodbye(v)
         }
       }()
+      case 23: try {
+        var v: Callveil_Cluster_V1_QueryCancel?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .cancel(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .cancel(v)
+        }
+      }()
       default: break
       }
     }
@@ -851,6 +892,10 @@ nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message,
     case .goodbye?: try {
       guard case .goodbye(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+    }()
+    case .cancel?: try {
+      guard case .cancel(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
     }()
     case nil: break
     }
@@ -1094,6 +1139,25 @@ nonisolated extension Callveil_Cluster_V1_QueryRequest: SwiftProtobuf.Message, S
     if lhs.keyIdentifier != rhs.keyIdentifier {return false}
     if lhs.keyTimestamp != rhs.keyTimestamp {return false}
     if lhs._inlineKey != rhs._inlineKey {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Callveil_Cluster_V1_QueryCancel: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QueryCancel"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Callveil_Cluster_V1_QueryCancel, rhs: Callveil_Cluster_V1_QueryCancel) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -21,7 +21,7 @@ public func initialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutable
             let name = "\(body)".split(separator: "(").first.map(String.init) ?? "message"
             let toWorker: Bool
             switch body {
-            case .query, .keyReply, .keyPush, .assign, .chunk, .drop: toWorker = true
+            case .query, .keyReply, .keyPush, .assign, .chunk, .drop, .cancel: toWorker = true
             default: toWorker = false
             }
             guard seeds.keys.filter({ $0.hasPrefix(name) }).count < 3 else { continue }
