@@ -43,10 +43,10 @@ struct CreditLineTests {
             }
         }
         var floodTasks = [submit("flood-0", flood)]
-        try await waitUntil { coordinator.queriesInFlight["w1"] == 1 }
+        #expect(try await eventually { coordinator.queriesInFlight["w1"] == 1 })
         for i in 1...3 {
             floodTasks.append(submit("flood-\(i)", flood))
-            try await waitUntil { coordinator.queriesWaiting == i }
+            #expect(try await eventually { coordinator.queriesWaiting == i })
         }
         // The phone arrives at a full line: the flood's newest waiter is refused to make room.
         let phoneTask = submit("phone", phone)
@@ -70,11 +70,5 @@ struct CreditLineTests {
         private let value = Mutex<[String]>([])
         func add(_ name: String) { value.withLock { $0.append(name) } }
         var names: [String] { value.withLock { $0 } }
-    }
-
-    /// Polls `condition` for up to 10 s.
-    func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<1000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(condition())
     }
 }

@@ -30,14 +30,14 @@ struct QueryCancelTests {
         // in the coordinator's line.
         let release = DispatchSemaphore(value: 0)
         let holder = Task { try await pool.run { release.wait() } }
-        try await waitUntil { pool.snapshot.running[.query] == 1 }
+        #expect(try await eventually { pool.snapshot.running[.query] == 1 })
         let coordinator = cluster.coordinator
         let first = Task { try await coordinator.execute(query) }
-        try await waitUntil { pool.snapshot.queued[.query] == 1 }
+        #expect(try await eventually { pool.snapshot.queued[.query] == 1 })
         let second = Task { try await coordinator.execute(query) }
-        try await waitUntil { pool.snapshot.queued[.query] == 2 }
+        #expect(try await eventually { pool.snapshot.queued[.query] == 2 })
         let third = Task { try await coordinator.execute(query) }
-        try await waitUntil { coordinator.queriesWaiting == 1 }
+        #expect(try await eventually { coordinator.queriesWaiting == 1 })
         #expect(coordinator.queriesInFlight["w1"] == 2)
 
         third.cancel()
@@ -53,7 +53,7 @@ struct QueryCancelTests {
         let response = try await first.value
         let single: [UInt8] = try ProtoResponses.with { $0.responses = [.with { $0.pirResponse = response }] }.serializedBytes()
         #expect(try await device.decode(single, keyword: number, in: DemoDataset.block) == record.blockValue)
-        try await waitUntil { coordinator.queriesInFlight["w1"] == 0 }
+        #expect(try await eventually { coordinator.queriesInFlight["w1"] == 0 })
         #expect(pool.snapshot.cancelled == cancelledBefore + 1, "the cancelled query was computed on the worker")
         #expect(try await device.lookup(number, in: DemoDataset.block) == record.blockValue)
         worker.stop()
@@ -68,11 +68,5 @@ struct QueryCancelTests {
                           query: pir.query,
                           key: .stored(user: user, identifier: [UInt8](pir.evaluationKeyMetadata.identifier),
                                        timestamp: pir.evaluationKeyMetadata.timestamp))
-    }
-
-    /// Polls `condition` for up to 10 s.
-    func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<1000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(condition())
     }
 }

@@ -21,7 +21,7 @@ struct ClientDisconnectTests {
         // Every slot of the pool held by a job that waits for the test.
         let release = DispatchSemaphore(value: 0)
         let holders = (0..<pool.width).map { _ in Task { try await pool.run { release.wait() } } }
-        try await waitUntil { pool.snapshot.running[.query] == pool.width }
+        #expect(try await eventually { pool.snapshot.running[.query] == pool.width })
 
         let port = try #require(URLComponents(string: server.url)?.port)
         let body = try await device.queryRequest(Array(record.number.utf8), in: DemoDataset.block).serializedBytes() as [UInt8]
@@ -33,9 +33,9 @@ struct ClientDisconnectTests {
             return connection
         }
         var leaving: RawConnection? = try send()
-        try await waitUntil { pool.snapshot.queued[.query] == 1 }
+        #expect(try await eventually { pool.snapshot.queued[.query] == 1 })
         let staying = try send()
-        try await waitUntil { pool.snapshot.queued[.query] == 2 }
+        #expect(try await eventually { pool.snapshot.queued[.query] == 2 })
         let before = pool.snapshot.cancelled
         leaving = nil  // the client closes its socket while its query waits for a slot
         try await Task.sleep(for: .milliseconds(300))
@@ -45,7 +45,7 @@ struct ClientDisconnectTests {
         let (answer, _) = await staying.read(seconds: 20, until: "\r\n\r\n")
         let text = String(decoding: answer, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 200"), "\(text.prefix(120))")
-        try await waitUntil { pool.snapshot.queued[.query] == 0 }
+        #expect(try await eventually { pool.snapshot.queued[.query] == 0 })
         #expect(pool.snapshot.cancelled == before + 1, "the gone client's query was computed")
         _ = leaving
         #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == record.blockValue)
@@ -74,11 +74,5 @@ struct ClientDisconnectTests {
             edit(&$0)
         })
         return (server, data)
-    }
-
-    /// Polls `condition` for up to 10 s.
-    func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<1000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(condition())
     }
 }

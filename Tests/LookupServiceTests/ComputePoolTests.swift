@@ -45,7 +45,7 @@ struct ComputePoolTests {
 
     /// Polls until the pool reports `count` jobs queued in `lane`.
     static func waitQueued(_ pool: ComputePool, _ lane: ComputePool.Lane, _ count: Int) async throws {
-        for _ in 0..<500 where pool.snapshot.queued[lane] != count { try await Task.sleep(for: .milliseconds(5)) }
+        _ = try await eventually(seconds: 2.5) { pool.snapshot.queued[lane] == count }
         let queued = pool.snapshot.queued[lane]
         #expect(queued == count)
     }
