@@ -101,16 +101,16 @@ extension ClusterCoordinator {
 
     /// Returns one unit of a worker's credit that was reserved but not used, and serves the line.
     func release(_ worker: String) {
-        let grants = state.withLock { s in
-            s.returnCredit(worker)
-            return s.serveWaiters()
-        }
-        for (waiter, choice) in grants { waiter.continuation.resume(returning: choice) }
+        hand(state.withLock { $0.returnCredit(worker) })
     }
 
     /// Serves the line after the worker set, their credit or their shards changed.
     func serveWaiters() {
-        let grants = state.withLock { $0.serveWaiters() }
+        hand(state.withLock { $0.serveWaiters() })
+    }
+
+    /// Resumes the waiters the line was served to (outside the state lock).
+    func hand(_ grants: [(CreditLine.Waiter, Reservation)]) {
         for (waiter, choice) in grants { waiter.continuation.resume(returning: choice) }
     }
 
@@ -171,10 +171,9 @@ extension ClusterCoordinator {
         let (pending, grants) = state.withLock { s -> (Pending?, [(CreditLine.Waiter, Reservation)]) in
             guard let p = s.pending[id], accept(p) else { return (nil, []) }
             s.pending.removeValue(forKey: id)
-            s.returnCredit(p.worker)
-            return (p, s.serveWaiters())
+            return (p, s.returnCredit(p.worker))
         }
-        for (waiter, choice) in grants { waiter.continuation.resume(returning: choice) }
+        hand(grants)
         return pending
     }
 
@@ -217,14 +216,18 @@ extension ClusterCoordinator.State {
         return .reserved(best.key, id)
     }
 
-    mutating func returnCredit(_ worker: String) {
+    /// Returns one unit of `worker`'s credit and serves the line with it.
+    mutating func returnCredit(_ worker: String) -> [(CreditLine.Waiter, ClusterCoordinator.Reservation)] {
         if let inFlight = workers[worker]?.inFlight, inFlight > 0 { workers[worker]?.inFlight = inFlight - 1 }
+        return serveWaiters()
     }
 
     /// Hands freed credit to the line; a waiter whose shard no live worker holds any more is told so.
     mutating func serveWaiters() -> [(CreditLine.Waiter, ClusterCoordinator.Reservation)] {
         guard line.count > 0 else { return [] }
+        // Moved out while `reserve` mutates the rest of the state (moved, not copied: no copy of the waiters).
         var line = self.line
+        self.line = CreditLine()
         defer { self.line = line }
         return line.serve { shard, excluding in reserve(shard, excluding: excluding) }
     }
