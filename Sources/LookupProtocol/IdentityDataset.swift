@@ -85,33 +85,36 @@ public enum IdentityDataset {
         var problems: [DatasetProblem] = []
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
-            let lineNumber = index + 1
-            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
-            if index == 0, line.lowercased().hasPrefix("number") { continue }
-            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: .whitespaces) }
-            guard fields.count == 5 else {
-                problems.append(DatasetProblem(line: lineNumber, "expected 5 fields (number,name,category,block,cache_minutes), found \(fields.count)"))
-                continue
+            switch parseCSVLine(line, lineNumber: index + 1) {
+            case .success(let record?): records.append(record)
+            case .success(nil): continue
+            case .failure(let problem): problems.append(problem)
             }
-            guard let number = normalize(fields[0]) else {
-                problems.append(DatasetProblem(line: lineNumber, "\"\(fields[0])\" is not an E.164 number"))
-                continue
-            }
-            guard let category = category(fields[2]) else {
-                problems.append(DatasetProblem(line: lineNumber, "unknown category \"\(fields[2])\""))
-                continue
-            }
-            guard let block = flag(fields[3]) else {
-                problems.append(DatasetProblem(line: lineNumber, "block must be 0/1/true/false, found \"\(fields[3])\""))
-                continue
-            }
-            guard let minutes = fields[4].isEmpty ? 0 : UInt32(fields[4]) else {
-                problems.append(DatasetProblem(line: lineNumber, "cache_minutes must be a non-negative integer, found \"\(fields[4])\""))
-                continue
-            }
-            records.append(IdentityRecord(number: number, name: fields[1], category: category, block: block, cacheExpiryMinutes: minutes))
         }
         return (records, problems)
+    }
+
+    /// Parses one CSV line (without its line break): a record, nothing (empty line or header), or a problem.
+    public static func parseCSVLine(_ line: Substring, lineNumber: Int) -> Result<IdentityRecord?, DatasetProblem> {
+        if line.trimmingCharacters(in: .whitespaces).isEmpty { return .success(nil) }
+        if lineNumber == 1, line.lowercased().hasPrefix("number") { return .success(nil) }
+        let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: .whitespaces) }
+        guard fields.count == 5 else {
+            return .failure(DatasetProblem(line: lineNumber, "expected 5 fields (number,name,category,block,cache_minutes), found \(fields.count)"))
+        }
+        guard let number = normalize(fields[0]) else {
+            return .failure(DatasetProblem(line: lineNumber, "\"\(fields[0])\" is not an E.164 number"))
+        }
+        guard let category = category(fields[2]) else {
+            return .failure(DatasetProblem(line: lineNumber, "unknown category \"\(fields[2])\""))
+        }
+        guard let block = flag(fields[3]) else {
+            return .failure(DatasetProblem(line: lineNumber, "block must be 0/1/true/false, found \"\(fields[3])\""))
+        }
+        guard let minutes = fields[4].isEmpty ? 0 : UInt32(fields[4]) else {
+            return .failure(DatasetProblem(line: lineNumber, "cache_minutes must be a non-negative integer, found \"\(fields[4])\""))
+        }
+        return .success(IdentityRecord(number: number, name: fields[1], category: category, block: block, cacheExpiryMinutes: minutes))
     }
 
     /// Parses text-format `InputIdentities` (the reference tool's input).

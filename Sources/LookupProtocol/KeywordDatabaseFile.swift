@@ -30,35 +30,64 @@ public enum KeywordDatabaseFile {
         var rows: [(keyword: [UInt8], value: [UInt8])] = []
         // `\r\n` is one Character in Swift, so split on every newline character, not on "\n".
         for (i, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            if line.isEmpty { continue }
-            if i == 0, line.hasPrefix("keyword,") { continue }
-            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
-            guard fields.count == 2, !fields[0].isEmpty else {
-                throw ReadError.malformedLine(line: i + 1, why: "expected `keyword,value`")
+            let parsed = Array(line.utf8).withUnsafeBufferPointer { parseLine($0, line: i + 1) }
+            switch parsed {
+            case .none: continue
+            case .row(let keyword, let value): rows.append((keyword, value))
+            case .problem(let why): throw ReadError.malformedLine(line: i + 1, why: why)
             }
-            guard let value = decodeValue(String(fields[1])) else {
-                throw ReadError.malformedLine(line: i + 1, why: "value is neither hex nor base64")
-            }
-            rows.append((Array(fields[0].utf8), value))
         }
         return rows
     }
 
-    /// Hex when the text is an even number of hex digits, else base64.
-    static func decodeValue(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 48...57: return c - 48
-            case 97...102: return c - 87
-            case 65...70: return c - 55
-            default: return nil
-            }
+    /// What one CSV line holds.
+    public enum ParsedLine: Equatable {
+        /// An empty line or the header.
+        case none
+        /// A row.
+        case row(keyword: [UInt8], value: [UInt8])
+        /// A malformed line, and why.
+        case problem(String)
+    }
+
+    /// Parses one CSV line (without its line break): `keyword,value`, value in hex or base64; a `keyword,…`
+    /// header on line 1 and empty lines are skipped.
+    public static func parseLine(_ bytes: UnsafeBufferPointer<UInt8>, line: Int) -> ParsedLine {
+        if bytes.isEmpty { return .none }
+        let header = Array("keyword,".utf8)
+        if line == 1, bytes.count >= header.count, Array(bytes[0..<header.count]) == header { return .none }
+        guard let comma = bytes.firstIndex(of: 44), comma > 0, !bytes[(comma + 1)...].contains(44) else {
+            return .problem("expected `keyword,value`")
         }
-        if chars.count % 2 == 0, chars.allSatisfy({ nibble($0) != nil }) {
-            return stride(from: 0, to: chars.count, by: 2).map { (nibble(chars[$0]) ?? 0) << 4 | (nibble(chars[$0 + 1]) ?? 0) }
+        let rest = UnsafeBufferPointer(rebasing: bytes[(comma + 1)...])
+        guard let value = decodeHex(rest) ?? decodeBase64(rest) else { return .problem("value is neither hex nor base64") }
+        return .row(keyword: Array(bytes[0..<comma]), value: value)
+    }
+
+    static func decodeHex(_ chars: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard chars.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var i = 0
+        while i < chars.count {
+            guard let high = nibble(chars[i]), let low = nibble(chars[i + 1]) else { return nil }
+            out.append(high << 4 | low)
+            i += 2
         }
-        return Data(base64Encoded: text).map { [UInt8]($0) }
+        return out
+    }
+
+    static func decodeBase64(_ chars: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        Data(base64Encoded: Data(chars)).map { [UInt8]($0) }
+    }
+
+    static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: return c - 48
+        case 97...102: return c - 87
+        case 65...70: return c - 55
+        default: return nil
+        }
     }
 }
 

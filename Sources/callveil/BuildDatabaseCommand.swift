@@ -11,8 +11,10 @@ struct BuildDatabaseCommand: ParsableCommand {
         discussion: """
         Input: .txtpb (InputIdentities, text format) or .csv (number,name,category,block,cache_minutes).
         Numbers are normalized to E.164; icons are read from <icons>/<number>.heic (at most 64 KB).
-        Output: <output>/block.binpb and <output>/identity.binpb (pir.v1.KeywordDatabase).
-        Malformed and duplicate rows are listed; the command fails unless --skip-invalid is given.
+        Output: <output>/block.binpb and <output>/identity.binpb (pir.v1.KeywordDatabase), or with --format csv
+        <output>/block.csv and <output>/identity.csv (keyword CSVs for process-db), streamed in bounded memory
+        for a CSV input of any size. Malformed and duplicate rows are listed; the command fails unless
+        --skip-invalid is given, and then writes nothing.
         """)
 
     @Option(help: "Identities file (.txtpb or .csv).")
@@ -27,7 +29,12 @@ struct BuildDatabaseCommand: ParsableCommand {
     @Flag(help: "Skip malformed and duplicate rows (each is still reported) instead of failing.")
     var skipInvalid = false
 
+    @Option(help: "Output format: binpb (KeywordDatabase messages) or csv (streamed, any size).")
+    var format: String = "binpb"
+
     func run() throws {
+        guard format == "binpb" || format == "csv" else { throw ValidationError("format must be binpb or csv") }
+        if format == "csv" { return try streamCSV() }
         let text = try String(contentsOfFile: input, encoding: .utf8)
         var (records, problems) = input.hasSuffix(".txtpb") ? IdentityDataset.parseTextProto(text) : IdentityDataset.parseCSV(text)
         let duplicates = IdentityDataset.duplicates(records)
@@ -48,5 +55,36 @@ struct BuildDatabaseCommand: ParsableCommand {
         let blocked = records.filter(\.block).count
         writeStderr("\(records.count) numbers (\(blocked) blocked, \(identity.rows.count) with an identity)"
                     + (problems.isEmpty ? "" : "; \(problems.count) row(s) skipped") + "; wrote \(output)/block.binpb and \(output)/identity.binpb\n")
+    }
+
+    /// `--format csv`: one pass over the CSV into `block.csv` and `identity.csv`, moved into place only on success.
+    func streamCSV() throws {
+        guard input.hasSuffix(".csv") else { throw ValidationError("--format csv streams a CSV input; convert .txtpb with the default format") }
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        let (block, identity) = ("\(output)/block.csv", "\(output)/identity.csv")
+        var bar = ProgressBar(label: "reading identities", total: 1, unit: "B")
+        let summary: IdentityStream.Summary
+        do {
+            summary = try IdentityStream.build(input: input, blockPath: block + ".tmp", identityPath: identity + ".tmp", icons: icons) { done, total in
+                if bar.total != max(total, 1) { bar = ProgressBar(label: "reading identities", total: total, unit: "B") }
+                bar.update(done)
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: block + ".tmp")
+            try? FileManager.default.removeItem(atPath: identity + ".tmp")
+            throw error
+        }
+        for problem in summary.problems { writeStderr("\(input): \(problem)\n") }
+        if summary.problemCount > summary.problems.count { writeStderr("\(input): … \(summary.problemCount - summary.problems.count) more problem(s)\n") }
+        if summary.problemCount > 0 && !skipInvalid {
+            try? FileManager.default.removeItem(atPath: block + ".tmp")
+            try? FileManager.default.removeItem(atPath: identity + ".tmp")
+            throw ValidationError("\(summary.problemCount) problem(s) in \(input); fix them or pass --skip-invalid")
+        }
+        guard rename(block + ".tmp", block) == 0, rename(identity + ".tmp", identity) == 0 else {
+            throw ValidationError("cannot move the outputs into place (errno \(errno))")
+        }
+        writeStderr("\(summary.numbers) numbers (\(summary.blocked) blocked, \(summary.identities) with an identity)"
+                    + (summary.problemCount == 0 ? "" : "; \(summary.problemCount) row(s) skipped") + "; wrote \(block) and \(identity)\n")
     }
 }

@@ -4,30 +4,46 @@ import Dispatch
 import Foundation
 import LookupProtocol
 import PIR
-import SwiftProtobuf
 
-/// `callveil process-db`: keyword database → per-shard processed files and parameters.
+/// `callveil process-db`: keyword database → a dataset version (per-shard files and a manifest), streamed in
+/// bounded memory; with `--previous`, an incremental update that rewrites only the shards whose rows changed.
 struct ProcessDatabaseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "process-db",
         abstract: "Shard a keyword database, build each shard's cuckoo table and encode it for PIR.",
         discussion: """
-        Input: a protobuf KeywordDatabase (.binpb) or a CSV of `keyword,value` lines (value in hex or base64).
-        Output, per shard N: <stem>-N.cvshard (CallVeil's shard file, checksummed) and <stem>-N.params.txtpb
-        (pir.v1.PirParameters); plus <stem>.evaluation-key-config.txtpb, the union config devices must satisfy.
+        Input: a CSV of `keyword,value` lines (value in hex or base64) of any size, or a protobuf KeywordDatabase (.binpb).
+        The input is read once; rows are spilled to per-shard files and the shards are built in parallel.
+        Output, per shard N: <stem>-N.cvshard (CallVeil's shard file), <stem>-N.params.txtpb (pir.v1.PirParameters)
+        and <stem>-N.rows (the shard's rows, for the next update); <stem>.evaluation-key-config.txtpb; and
+        <stem>.manifest.json, written last. A failed run leaves the output folder as it was.
+
+        Updates: --previous MANIFEST with a new full --input rebuilds only shards whose rows changed; --previous
+        MANIFEST with --delta FILE (lines `add,keyword,value`, `change,keyword,value`, `remove,keyword`) applies
+        the change. Options not given are taken from the previous manifest. Use --fixed-bucket-count (and
+        --max-bucket-size) to keep the config id across updates.
         """)
 
-    @Option(help: "Keyword database (.binpb or .csv).")
-    var input: String
+    @Option(help: "Keyword database (.csv or .binpb).")
+    var input: String?
 
     @Option(help: "Output directory (created if missing).")
     var output: String
 
     @Option(help: "File name stem of the shard files in the output directory (the service config's fileStem).")
-    var fileStem: String = "shard"
+    var fileStem: String?
 
-    @Option(help: "BFV parameter preset.")
-    var preset: String = ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue
+    @Option(help: "The previous version's manifest: keep its unchanged shards.")
+    var previous: String?
+
+    @Option(help: "With --previous: a delta file instead of a full input.")
+    var delta: String?
+
+    @Option(help: "Use case name recorded in the manifest.")
+    var useCase: String?
+
+    @Option(help: "BFV parameter preset (default \(ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue)).")
+    var preset: String?
 
     @Option(help: "Number of shards.")
     var shardCount: Int?
@@ -36,16 +52,16 @@ struct ProcessDatabaseCommand: ParsableCommand {
     var entriesPerShard: Int?
 
     @Option(help: "Sharding function: sha256 or double-mod.")
-    var sharding: String = "sha256"
+    var sharding: String?
 
     @Option(help: "With double-mod: the other use case's shard count.")
     var otherShardCount: Int?
 
-    @Option(help: "Cuckoo hash functions (PIR calls per query).")
-    var hashFunctions: Int = 2
+    @Option(help: "Cuckoo hash functions (PIR calls per query; default 2).")
+    var hashFunctions: Int?
 
-    @Option(help: "Evictions per insertion before a table grows.")
-    var maxEvictions: Int = 100
+    @Option(help: "Evictions per insertion before a table grows (default 100).")
+    var maxEvictions: Int?
 
     @Option(help: "Fixed bucket count per shard (all sub-tables): the same shard configuration for every shard and every data update.")
     var fixedBucketCount: Int?
@@ -54,35 +70,69 @@ struct ProcessDatabaseCommand: ParsableCommand {
     var maxBucketSize: Int?
 
     @Option(help: "Galois-key compression: none, maximum or hybrid.")
-    var keyCompression: String = "none"
+    var keyCompression: String?
+
+    @Option(help: "Shards built at once (default: the number of cores).")
+    var threads: Int?
 
     func run() throws {
-        guard let preset = ParameterPreset(rawValue: preset) else { throw ValidationError("unknown preset \(self.preset)") }
-        guard let compression = KeyCompression(rawValue: keyCompression) else {
-            throw ValidationError("key compression must be none, maximum or hybrid")
-        }
         let start = DispatchTime.now()
-        let rows = try KeywordDatabaseFile.read(path: input)
-        let shards = shardCount ?? max(rows.count / max(entriesPerShard ?? max(rows.count, 1), 1), 1)
-        let function: ShardingFunction
-        switch sharding {
-        case "sha256": function = .sha256
-        case "double-mod":
-            guard let other = otherShardCount, other > 0 else { throw ValidationError("double-mod needs --other-shard-count") }
-            function = .doubleMod(otherShardCount: other)
-        default: throw ValidationError("sharding must be sha256 or double-mod")
+        let previousVersion = try previous.map { try DatasetBuilder.Previous(manifestPath: $0) }
+        let before = previousVersion?.manifest.options
+        guard (input == nil) != (delta == nil) else { throw ValidationError("give either --input or --delta") }
+        if delta != nil, previousVersion == nil { throw ValidationError("--delta needs --previous") }
+        let shards: Int
+        if let shardCount {
+            shards = shardCount
+        } else if let before, entriesPerShard == nil {
+            shards = before.shardCount
+        } else if let perShard = entriesPerShard, let input {
+            shards = max(try Self.countRows(input) / max(perShard, 1), 1)
+        } else {
+            shards = 1
         }
-        let encryption = EncryptionParameters(preset)
-        var options = ProcessingOptions(encryption: encryption, shardCount: shards, sharding: function,
-                                        hashFunctionCount: hashFunctions, maxEvictionCount: maxEvictions,
-                                        maxSerializedBucketSize: maxBucketSize, keyCompression: compression)
-        if let fixed = fixedBucketCount { options.bucketCount = .fixedSize(bucketCount: fixed) }
-        writeStderr("read \(rows.count) rows from \(input); \(shards) shard(s), preset \(preset.rawValue)\n")
-        var progress = ProgressBar(label: "processing shards", total: shards)
-        try DatabaseProcessingJob(options: options, outputStem: "\(output)/\(fileStem)").run(rows: rows) { done, _ in
-            progress.update(done)
+        let options = DatasetManifest.Options(
+            preset: preset ?? before?.preset ?? ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue, shardCount: shards,
+            sharding: sharding ?? before?.sharding ?? "sha256", otherShardCount: otherShardCount ?? before?.otherShardCount,
+            hashFunctions: hashFunctions ?? before?.hashFunctions ?? 2, maxEvictions: maxEvictions ?? before?.maxEvictions ?? 100,
+            fixedBucketCount: fixedBucketCount ?? before?.fixedBucketCount, maxBucketSize: maxBucketSize ?? before?.maxBucketSize,
+            keyCompression: keyCompression ?? before?.keyCompression ?? "none")
+        _ = try options.processingOptions()  // every value checked before any work
+        if delta != nil, let before, before != options {
+            throw ValidationError("a delta keeps the previous version's options; drop the processing options or give a full --input")
+        }
+        let bars = SharedProgress(labels: ["read": ("reading input", "B"), "build": ("building shards", "")])
+        let builder = DatasetBuilder(options: options, directory: output, stem: fileStem ?? previousVersion?.manifest.stem ?? "shard",
+                                     useCase: useCase, threads: threads ?? ProcessInfo.processInfo.activeProcessorCount) {
+            bars.update(phase: $0, done: $1, total: $2)
+        }
+        let report: DatasetBuilder.Report
+        do {
+            if let delta, let previousVersion {
+                report = try builder.apply(delta: delta, to: previousVersion)
+            } else {
+                report = try builder.build(input: input ?? "", previous: previousVersion)
+            }
+        } catch let error as DatasetError {
+            writeStderr("process-db failed, output unchanged: \(error)\n")
+            throw ExitCode(2)
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        writeStderr("processed \(rows.count) rows into \(shards) shard(s) in \(String(format: "%.1f", seconds)) s; output in \(output)\n")
+        let manifest = report.manifest
+        writeStderr("""
+            processed \(manifest.rows) rows into \(manifest.shards.count) shard(s) in \(String(format: "%.1f", seconds)) s \
+            (read \(String(format: "%.1f", report.readSeconds)) s, build \(String(format: "%.1f", report.buildSeconds)) s, \
+            \(Int(Double(manifest.rows) / max(seconds, 1e-9))) rows/s); rebuilt \(report.rebuilt.count), kept \
+            \(manifest.shards.count - report.rebuilt.count); wrote \(report.bytesWritten) bytes; config id \(manifest.configID.prefix(16))…; \
+            manifest \(output)/\(DatasetManifest.fileName(stem: manifest.stem))
+
+            """)
+    }
+
+    /// Rows in a CSV (non-empty lines, less a header) or a `.binpb`, for `--entries-per-shard`.
+    static func countRows(_ path: String) throws -> Int {
+        var count = 0
+        _ = try KeywordRowSource.forEachRow(path: path) { _, _, _ in count += 1 }
+        return count
     }
 }

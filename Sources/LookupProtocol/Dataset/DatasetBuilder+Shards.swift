@@ -1,0 +1,178 @@
+import BFV
+import Dispatch
+import Foundation
+import PIR
+
+extension DatasetBuilder {
+    /// One shard's outcome.
+    struct Built: Sendable {
+        let shard: DatasetManifest.Shard
+        let parameters: ProtoPirParameters
+        let rebuilt: Bool
+        let bytes: Int
+    }
+
+    /// Builds (or keeps) every shard on `threads` threads, then commits the version.
+    func finish(sources: [RowSource], maxValueLength: Int, previous: Previous?, staging: String,
+                input: DatasetManifest.Input?, delta: DatasetManifest.Input?, readSeconds: Double) throws -> Report {
+        let engine = try options.processingOptions()
+        let context = try Context(parameters: engine.encryption)
+        let bucketBytes = engine.maxSerializedBucketSize
+            ?? CuckooTableConfig.defaultMaxSerializedBucketSize(maxValueLength: maxValueLength,
+                                                                bytesPerPlaintext: engine.encryption.bytesPerPlaintext)
+        let sameLayout = previous.map { $0.manifest.options == options && $0.manifest.bucketBytes == bucketBytes
+            && $0.manifest.shards.count == sources.count } ?? false
+        let start = DispatchTime.now()
+        let results = ResultSlots(count: sources.count)
+        let progress = self.progress
+        progress("build", 0, sources.count)
+        DispatchQueue.concurrentPerform(iterations: min(threads, sources.count)) { _ in
+            while let index = results.next() {
+                do {
+                    let built = try buildShard(index, source: sources[index], previous: sameLayout ? previous : nil, engine: engine,
+                                               context: context, maxValueLength: maxValueLength, staging: staging)
+                    progress("build", results.finish(index, built), sources.count)
+                } catch {
+                    results.fail(error)
+                }
+            }
+        }
+        let built = try results.all()
+        let buildSeconds = Self.seconds(since: start)
+        let manifest = try commit(built, bucketBytes: bucketBytes, maxValueLength: maxValueLength, staging: staging,
+                                  input: input, delta: delta, previous: previous, context: context)
+        return Report(manifest: manifest, rebuilt: built.filter(\.rebuilt).map(\.shard.index),
+                      bytesWritten: built.reduce(0) { $0 + $1.bytes }, readSeconds: readSeconds, buildSeconds: buildSeconds)
+    }
+
+    /// Builds shard `index` into the staging folder, or keeps the previous version's when its rows are the same
+    /// (`previous` is only passed when the layout is unchanged).
+    func buildShard(_ index: Int, source: RowSource, previous: Previous?, engine: ProcessingOptions, context: Context,
+                    maxValueLength: Int, staging: String) throws -> Built {
+        let rows: [ShardRow]
+        switch source {
+        case .previous(let path, let file):
+            if let previous { return try keep(previous.manifest.shards[index], from: previous, staging: staging) }
+            try DatasetManifest.check(file, directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+            rows = try ShardRowFile.read(path: path)
+        case .spill(let path):
+            rows = try ShardRowFile.read(path: path)
+        }
+        let rowBytes = ShardRowFile.encode(rows, keepingLines: false)
+        let rowDigest = FileDigest.of(bytes: rowBytes)
+        if let previous, previous.manifest.shards[index].rowFile.sha256 == rowDigest.sha256 {
+            return try keep(previous.manifest.shards[index], from: previous, staging: staging)
+        }
+        var firstLine: [UInt64: UInt32] = [:]
+        firstLine.reserveCapacity(rows.count)
+        var entries: [HashBucket.Entry] = []
+        entries.reserveCapacity(rows.count)
+        var largest = 0
+        for row in rows {
+            if let first = firstLine.updateValue(row.line, forKey: row.hash) {
+                throw DatasetError.duplicateKeyword(line: Int(row.line), firstLine: Int(first))
+            }
+            largest = max(largest, row.value.count)
+            entries.append(HashBucket.Entry(keywordHash: row.hash, value: row.value))
+        }
+        let shard: ProcessedShard
+        do {
+            shard = try KeywordDatabaseProcessor.process(shard: index, entries: entries, options: engine,
+                                                         maxValueLength: maxValueLength, context: context)
+        } catch {
+            throw DatasetError.processing("shard \(index): \(error)")
+        }
+        let keyConfig = EvaluationKeyConfigMessage(shard.evaluationKeyConfig, parameters: engine.encryption)
+        let parameters = ProtoPirParameters(shard.parameters, sharding: engine.sharding, keyConfig: keyConfig)
+        let shardBytes = try ShardFile.serialize(shard.database, parameterBlob: try parameters.deterministicBytes(), context: context)
+        let parameterBytes = Array(parameters.textFormatString().utf8)
+        let names = fileNames(index)
+        try Self.writeSynced(shardBytes, to: "\(staging)/\(names.shard)")
+        try Self.writeSynced(parameterBytes, to: "\(staging)/\(names.parameters)")
+        try Self.writeSynced(rowBytes, to: "\(staging)/\(names.rows)")
+        func file(_ name: String, _ digest: FileDigest) -> DatasetManifest.File { .init(path: name, bytes: digest.bytes, sha256: digest.sha256) }
+        let entry = DatasetManifest.Shard(index: index, rows: rows.count, maxValueLength: largest,
+                                          galoisElements: shard.evaluationKeyConfig.galoisElements.sorted(),
+                                          shard: file(names.shard, FileDigest.of(bytes: shardBytes)),
+                                          parameters: file(names.parameters, FileDigest.of(bytes: parameterBytes)),
+                                          rowFile: file(names.rows, rowDigest))
+        return Built(shard: entry, parameters: parameters, rebuilt: true, bytes: shardBytes.count + parameterBytes.count + rowBytes.count)
+    }
+
+    /// Keeps a previous shard: its entry stays; its files are linked (or copied) into staging when the new
+    /// version goes to another folder.
+    func keep(_ shard: DatasetManifest.Shard, from previous: Previous, staging: String) throws -> Built {
+        let parametersPath = "\(previous.directory)/\(shard.parameters.path)"
+        let parameters: ProtoPirParameters
+        do {
+            parameters = try ProtoPirParameters(textFormatString: try String(contentsOfFile: parametersPath, encoding: .utf8))
+        } catch {
+            throw DatasetError.badManifest("cannot read \(parametersPath): \(error)")
+        }
+        if URL(fileURLWithPath: previous.directory).standardized.path != URL(fileURLWithPath: directory).standardized.path {
+            for file in [shard.shard, shard.parameters, shard.rowFile] {
+                let from = "\(previous.directory)/\(file.path)"
+                let to = "\(staging)/\(file.path)"
+                if link(from, to) != 0 { try FileManager.default.copyItem(atPath: from, toPath: to) }
+            }
+        }
+        return Built(shard: shard, parameters: parameters, rebuilt: false, bytes: 0)
+    }
+
+    /// File names of shard `index`.
+    func fileNames(_ index: Int) -> (shard: String, parameters: String, rows: String) {
+        ("\(stem)-\(index).cvshard", "\(stem)-\(index).params.txtpb", "\(stem)-\(index).rows")
+    }
+
+    /// Writes bytes and syncs them to disk.
+    static func writeSynced(_ bytes: [UInt8], to path: String) throws {
+        do {
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            try AtomicFile.sync(path: path)
+        } catch let error as DatasetError {
+            throw error
+        } catch {
+            throw DatasetError.unreadable(path: path, why: "cannot write: \(error)")
+        }
+    }
+}
+
+/// The shards' results as the build threads produce them: hands out indices, keeps the first error and stops
+/// handing out work after it.
+final class ResultSlots: @unchecked Sendable {
+    private let lock = NSLock()
+    private var slots: [DatasetBuilder.Built?]
+    private var nextIndex = 0
+    private var done = 0
+    private var error: (any Error)?
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func next() -> Int? {
+        lock.withLock {
+            guard error == nil, nextIndex < slots.count else { return nil }
+            defer { nextIndex += 1 }
+            return nextIndex
+        }
+    }
+
+    /// Records a result; returns how many shards are done.
+    func finish(_ index: Int, _ built: DatasetBuilder.Built) -> Int {
+        lock.withLock {
+            slots[index] = built
+            done += 1
+            return done
+        }
+    }
+
+    func fail(_ error: any Error) {
+        lock.withLock { if self.error == nil { self.error = error } }
+    }
+
+    func all() throws -> [DatasetBuilder.Built] {
+        try lock.withLock {
+            if let error { throw error }
+            return slots.compactMap { $0 }
+        }
+    }
+}

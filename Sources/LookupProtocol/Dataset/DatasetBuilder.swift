@@ -1,0 +1,156 @@
+import BFV
+import Dispatch
+import PIR
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Builds a dataset version from an input of any size, or updates one, in bounded memory.
+///
+/// A build reads the input once and spills each row to its shard's temporary file, then builds the shards in
+/// parallel (one per thread), so memory holds one shard per thread, never the dataset. Everything is written
+/// under a staging folder beside the output; only when every shard is built are the files renamed into place
+/// and the manifest written, last and atomically. A failure leaves the output folder as it was, and the
+/// previous version keeps serving.
+///
+/// With a previous manifest, a shard whose rows and layout are unchanged is kept as it is (not rebuilt, not
+/// rewritten), so a data update with a fixed shard configuration keeps the config id and changes only the
+/// files (and content hashes) of the shards whose rows changed.
+public struct DatasetBuilder: Sendable {
+    /// Processing options (from the command line, or the previous manifest's for a delta).
+    public let options: DatasetManifest.Options
+    /// Output folder.
+    public let directory: String
+    /// File name stem of the shard files.
+    public let stem: String
+    /// Use case name recorded in the manifest.
+    public var useCase: String?
+    /// Shards built at once.
+    public var threads: Int
+    /// Called with (phase, done, total) from any thread: phase `read` counts input bytes, `build` shards.
+    public var progress: @Sendable (String, Int, Int) -> Void
+
+    /// What a build or update did.
+    public struct Report: Sendable {
+        /// The new version's manifest (already written).
+        public let manifest: DatasetManifest
+        /// Shards built (new content or new layout).
+        public let rebuilt: [Int]
+        /// Bytes of the files written for the rebuilt shards.
+        public let bytesWritten: Int
+        /// Seconds reading and spilling the input (or applying the delta).
+        public let readSeconds: Double
+        /// Seconds building shards.
+        public let buildSeconds: Double
+    }
+
+    /// A builder writing `<directory>/<stem>-<i>.*` and `<directory>/<stem>.manifest.json`.
+    public init(options: DatasetManifest.Options, directory: String, stem: String, useCase: String? = nil,
+                threads: Int = ProcessInfo.processInfo.activeProcessorCount,
+                progress: @escaping @Sendable (String, Int, Int) -> Void = { _, _, _ in }) {
+        self.options = options
+        self.directory = directory
+        self.stem = stem
+        self.useCase = useCase
+        self.threads = max(threads, 1)
+        self.progress = progress
+    }
+
+    /// Where a shard's rows come from for this build.
+    enum RowSource {
+        /// A spill file of this build (with input lines).
+        case spill(String)
+        /// The previous version's row file (lines zeroed), with its recorded digest.
+        case previous(String, DatasetManifest.File)
+    }
+
+    /// A version loaded from its manifest's folder.
+    public struct Previous: Sendable {
+        /// The manifest.
+        public let manifest: DatasetManifest
+        /// Its folder.
+        public let directory: String
+
+        /// Reads `<path>` (a manifest file).
+        public init(manifestPath path: String) throws {
+            manifest = try DatasetManifest.read(path: path)
+            directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        }
+    }
+
+    /// Builds a version from a full input (CSV or `.binpb`). With `previous`, unchanged shards are kept.
+    public func build(input path: String, previous: Previous? = nil) throws -> Report {
+        let engine = try options.processingOptions()
+        let staging = try makeStaging()
+        defer { try? FileManager.default.removeItem(atPath: staging) }
+        let start = DispatchTime.now()
+        let writers = try (0..<engine.shardCount).map { try SpillWriter(path: "\(staging)/spill-\($0)") }
+        var problems: [DatasetError.LineProblem] = []
+        let progress = self.progress
+        let input = try KeywordRowSource.forEachRow(path: path, progress: { progress("read", $0, $1) }) { line, keyword, value in
+            guard value.count <= HashBucket.maxValueLength else {
+                if problems.count < KeywordRowSource.keptProblems {
+                    problems.append(.init(line: line, why: "value of \(value.count) bytes exceeds 65535"))
+                }
+                return
+            }
+            let hash = KeywordHash.hash(keyword)
+            let shard = engine.sharding.shardIndex(keywordHash: hash, shardCount: engine.shardCount)
+            try writers[shard].append(ShardRow(hash: hash, line: UInt32(clamping: line), value: value))
+        }
+        guard problems.isEmpty else { throw DatasetError.malformedLines(problems) }
+        for writer in writers { try writer.close() }
+        let maxValue = writers.map(\.maxValueLength).max() ?? 0
+        let readSeconds = Self.seconds(since: start)
+        let sources = writers.map { RowSource.spill($0.path) }
+        return try finish(sources: sources, maxValueLength: maxValue, previous: previous, staging: staging,
+                          input: input, delta: nil, readSeconds: readSeconds)
+    }
+
+    /// Applies a delta to `previous` with its own options: only the shards the delta touches are rebuilt
+    /// (all of them if the largest value changes the default bucket budget).
+    public func apply(delta path: String, to previous: Previous) throws -> Report {
+        let engine = try options.processingOptions()
+        let staging = try makeStaging()
+        defer { try? FileManager.default.removeItem(atPath: staging) }
+        let start = DispatchTime.now()
+        let delta = try DatasetDelta.read(path: path)
+        var perShard: [Int: [DatasetDelta.Entry]] = [:]
+        for entry in delta.entries {
+            perShard[engine.sharding.shardIndex(keywordHash: entry.hash, shardCount: engine.shardCount), default: []].append(entry)
+        }
+        var maxValue = 0
+        var sources: [RowSource] = []
+        for shard in previous.manifest.shards {
+            let oldRows = "\(previous.directory)/\(shard.rowFile.path)"
+            guard let entries = perShard[shard.index] else {
+                sources.append(.previous(oldRows, shard.rowFile))
+                maxValue = max(maxValue, shard.maxValueLength)
+                continue
+            }
+            try previous.manifest.verify(directory: previous.directory, files: [shard.rowFile])
+            let rows = try DatasetDelta.apply(entries, to: try ShardRowFile.read(path: oldRows))
+            let spill = try SpillWriter(path: "\(staging)/spill-\(shard.index)")
+            for row in rows { try spill.append(row) }
+            try spill.close()
+            maxValue = max(maxValue, spill.maxValueLength)
+            sources.append(.spill(spill.path))
+            progress("read", shard.index + 1, previous.manifest.shards.count)
+        }
+        return try finish(sources: sources, maxValueLength: maxValue, previous: previous, staging: staging,
+                          input: previous.manifest.input, delta: delta.input, readSeconds: Self.seconds(since: start))
+    }
+
+    static func seconds(since start: DispatchTime) -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    }
+
+    func makeStaging() throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let staging = "\(directory)/.\(stem).staging-\(getpid())"
+        try? FileManager.default.removeItem(atPath: staging)
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: false)
+        return staging
+    }
+}
