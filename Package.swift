@@ -207,7 +207,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "LookupProtocolTests",
-            dependencies: ["BFV", "LookupProtocol", "ConformanceSupport"],
+            dependencies: ["BFV", "PIR", "LookupProtocol", "ConformanceSupport"],
             swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

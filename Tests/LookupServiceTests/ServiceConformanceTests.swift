@@ -34,7 +34,7 @@ struct ServiceConformanceTests {
 
     static func configuration(_ useCase: ServiceConfig.UseCase) throws -> UseCaseConfiguration {
         let params = try (0..<useCase.shardCount!).map { i in
-            try ProtoPirParameters(textFormatString: String(decoding: Data(contentsOf: URL(fileURLWithPath: "\(useCase.fileStem)-\(i).params.txtpb")), as: UTF8.self))
+            try ProtoPirParameters(textFormatString: String(decoding: Data(contentsOf: URL(fileURLWithPath: "\(useCase.fileStem ?? "")-\(i).params.txtpb")), as: UTF8.self))
         }
         return try UseCaseConfiguration(shardParameters: params)
     }

@@ -17,7 +17,8 @@ public struct LoadedUseCase: Sendable {
 public enum UseCaseLoader {
     /// Loads every shard of `useCase`; `progress` is called after each shard with (done, total).
     public static func load(_ useCase: ServiceConfig.UseCase, progress: (Int, Int) -> Void = { _, _ in }) throws -> LoadedUseCase {
-        let stem = useCase.fileStem
+        if let manifest = useCase.manifest { return try load(name: useCase.name, manifest: manifest, progress: progress) }
+        guard let stem = useCase.fileStem else { throw ConfigError("\(useCase.name): give fileStem or manifest") }
         let count = try useCase.shardCount ?? countShards(stem: stem)
         let parameters = try (0..<count).map { try readParameters(stem: stem, shard: $0) }
         let configuration = try UseCaseConfiguration(shardParameters: parameters)
@@ -29,6 +30,41 @@ public enum UseCaseLoader {
         }
         return LoadedUseCase(version: UseCaseVersion(name: useCase.name, configuration: configuration, context: context),
                              databases: databases)
+    }
+
+    /// Loads the version a dataset manifest describes, checking every file's size and SHA-256 first.
+    public static func load(name: String, manifest path: String, progress: (Int, Int) -> Void = { _, _ in }) throws -> LoadedUseCase {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let manifest: DatasetManifest
+        let parameters: [ProtoPirParameters]
+        do {
+            manifest = try DatasetManifest.read(path: path)
+            parameters = try manifest.shards.map { shard in
+                try DatasetManifest.check(shard.parameters, directory: directory)
+                let text = try String(contentsOfFile: "\(directory)/\(shard.parameters.path)", encoding: .utf8)
+                return try ProtoPirParameters(textFormatString: text)
+            }
+        } catch {
+            throw ConfigError("\(name): cannot load \(path): \(error)")
+        }
+        let configuration = try UseCaseConfiguration(shardParameters: parameters)
+        guard configuration.configID.hexString == manifest.configID else {
+            throw ConfigError("\(name): the shards' config id differs from the one \(path) records")
+        }
+        let context = try Context(parameters: configuration.encryption)
+        var databases: [ProcessedDatabase] = []
+        for (shard, shardParameters) in zip(manifest.shards, configuration.shards) {
+            do {
+                try DatasetManifest.check(shard.shard, directory: directory)
+                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(shard.shard.path)")))
+                let contents = try ShardFile.deserialize(bytes, context: context)
+                databases.append(try ProcessedDatabase(parameters: shardParameters, tables: contents.tables, context: context))
+            } catch {
+                throw ConfigError("\(name): cannot load shard \(shard.index) of \(path): \(error)")
+            }
+            progress(shard.index + 1, manifest.shards.count)
+        }
+        return LoadedUseCase(version: UseCaseVersion(name: name, configuration: configuration, context: context), databases: databases)
     }
 
     static func countShards(stem: String) throws -> Int {

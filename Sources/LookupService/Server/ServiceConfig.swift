@@ -29,17 +29,21 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         /// Use-case name devices ask for, e.g. `net.example.lookup.block`.
         public var name: String
         /// Path stem of the shard files: `<fileStem>-<i>.params.txtpb` (or `.binpb`) with `<fileStem>-<i>.cvshard`
-        /// (CallVeil) or `<fileStem>-<i>.bin` (the reference's format).
-        public var fileStem: String
+        /// (CallVeil) or `<fileStem>-<i>.bin` (the reference's format). Ignored when `manifest` is given.
+        public var fileStem: String?
+        /// A dataset manifest (`process-db`'s `<stem>.manifest.json`): the version is loaded through it, every
+        /// file checked against its recorded size and SHA-256.
+        public var manifest: String?
         /// Number of shards; when absent, consecutive shard files from 0 are counted.
         public var shardCount: Int?
         /// Config versions kept for queries built against older configs (default 2; 0 removes the use case).
         public var versionCount: Int?
 
         /// A use case.
-        public init(name: String, fileStem: String, shardCount: Int? = nil, versionCount: Int? = nil) {
+        public init(name: String, fileStem: String? = nil, manifest: String? = nil, shardCount: Int? = nil, versionCount: Int? = nil) {
             self.name = name
             self.fileStem = fileStem
+            self.manifest = manifest
             self.shardCount = shardCount
             self.versionCount = versionCount
         }
@@ -177,7 +181,10 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
         let base = url.deletingLastPathComponent().path
         func resolve(_ p: String) -> String { p.hasPrefix("/") ? p : base + "/" + p }
-        for i in config.usecases.indices { config.usecases[i].fileStem = resolve(config.usecases[i].fileStem) }
+        for i in config.usecases.indices {
+            config.usecases[i].fileStem = config.usecases[i].fileStem.map(resolve)
+            config.usecases[i].manifest = config.usecases[i].manifest.map(resolve)
+        }
         var keys = config.keys ?? Keys()
         keys.database = resolve(keys.database ?? "keys.sqlite")
         config.keys = keys
@@ -194,6 +201,7 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         var names = Set<String>()
         for u in usecases {
             guard !u.name.isEmpty, names.insert(u.name).inserted else { throw ConfigError("use case names must be unique and non-empty: \(u.name)") }
+            guard u.fileStem != nil || u.manifest != nil else { throw ConfigError("\(u.name): give fileStem or manifest") }
             if let s = u.shardCount, s < 1 || s > 1 << 16 { throw ConfigError("\(u.name): shardCount \(s) out of range") }
             if let v = u.versionCount, v < 0 || v > 16 { throw ConfigError("\(u.name): versionCount \(v) out of range") }
         }
