@@ -17,16 +17,23 @@ public struct FileDigest: Sendable, Equatable {
         defer { try? handle.close() }
         var hasher = SHA256()
         var total = 0
+        try forEachChunk(of: handle, path: path) { chunk in
+            hasher.update(data: chunk)
+            total += chunk.count
+        }
+        return FileDigest(bytes: total, sha256: hasher.finalize().hexString)
+    }
+
+    /// Reads an open file to its end, 1 MiB at a time.
+    static func forEachChunk(of handle: FileHandle, path: String, _ body: (Data) throws -> Void) throws {
         while true {
             let chunk: Data
             do { chunk = try handle.read(upToCount: 1 << 20) ?? Data() } catch {
                 throw DatasetError.unreadable(path: path, why: "\(error)")
             }
-            if chunk.isEmpty { break }
-            hasher.update(data: chunk)
-            total += chunk.count
+            if chunk.isEmpty { return }
+            try body(chunk)
         }
-        return FileDigest(bytes: total, sha256: hasher.finalize().hexString)
     }
 
     /// The digest of bytes in memory.

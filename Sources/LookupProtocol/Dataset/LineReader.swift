@@ -33,12 +33,7 @@ public struct LineReader {
             if count > 0, bytes[count - 1] == 13 { count -= 1 }
             try body(line, UnsafeBufferPointer(rebasing: bytes[0..<count]))
         }
-        while true {
-            let chunk: Data
-            do { chunk = try handle.read(upToCount: 1 << 20) ?? Data() } catch {
-                throw DatasetError.unreadable(path: path, why: "\(error)")
-            }
-            if chunk.isEmpty { break }
+        try FileDigest.forEachChunk(of: handle, path: path) { chunk in
             hasher.update(data: chunk)
             bytesRead += chunk.count
             carry.append(contentsOf: chunk)
