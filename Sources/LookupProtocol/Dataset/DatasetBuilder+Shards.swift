@@ -53,8 +53,8 @@ extension DatasetBuilder {
         switch source {
         case .previous(let path, let file):
             if let previous { return try keep(previous.manifest.shards[index], from: previous, staging: staging) }
-            try DatasetManifest.check(file, directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
-            rows = try ShardRowFile.read(path: path)
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            rows = try ShardRowFile.decode(try DatasetManifest.contents(of: file, directory: directory), path: path)
         case .spill(let path):
             rows = try ShardRowFile.read(path: path)
         }

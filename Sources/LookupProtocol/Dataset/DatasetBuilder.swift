@@ -129,8 +129,8 @@ public struct DatasetBuilder: Sendable {
                 maxValue = max(maxValue, shard.maxValueLength)
                 continue
             }
-            try previous.manifest.verify(directory: previous.directory, files: [shard.rowFile])
-            let rows = try DatasetDelta.apply(entries, to: try ShardRowFile.read(path: oldRows))
+            let stored = try DatasetManifest.contents(of: shard.rowFile, directory: previous.directory)
+            let rows = try DatasetDelta.apply(entries, to: try ShardRowFile.decode(stored, path: oldRows))
             let spill = try SpillWriter(path: "\(staging)/spill-\(shard.index)")
             for row in rows { try spill.append(row) }
             try spill.close()

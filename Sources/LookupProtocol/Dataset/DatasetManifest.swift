@@ -190,6 +190,21 @@ extension DatasetManifest {
     public static func check(_ file: File, directory: String) throws {
         let path = "\(directory)/\(file.path)"
         let digest = try FileDigest.of(path: path)
+        try expect(digest, matches: file, path: path)
+    }
+
+    /// Reads one file whole and checks its size and SHA-256 on the bytes read, so a file that is checked and
+    /// then used is read once.
+    public static func contents(of file: File, directory: String) throws -> [UInt8] {
+        let path = "\(directory)/\(file.path)"
+        guard let data = FileManager.default.contents(atPath: path) else { throw DatasetError.unreadable(path: path, why: "cannot read") }
+        let bytes = [UInt8](data)
+        let digest = FileDigest.of(bytes: bytes)
+        try expect(digest, matches: file, path: path)
+        return bytes
+    }
+
+    static func expect(_ digest: FileDigest, matches file: File, path: String) throws {
         guard digest.bytes == file.bytes, digest.sha256 == file.sha256 else {
             throw DatasetError.badManifest("\(path) has \(digest.bytes) bytes and SHA-256 \(digest.sha256.prefix(16))…; the manifest records \(file.bytes) and \(file.sha256.prefix(16))…")
         }

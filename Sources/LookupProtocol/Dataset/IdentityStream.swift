@@ -40,10 +40,11 @@ public enum IdentityStream {
             case .success(nil): return
             case .failure(let p): problem(p)
             case .success(var record?):
-                if let first = seen.updateValue(line, forKey: KeywordHash.hash(Array(record.number.utf8))) {
-                    seen[KeywordHash.hash(Array(record.number.utf8))] = first
+                let hash = KeywordHash.hash(Array(record.number.utf8))
+                if let first = seen[hash] {
                     return problem(DatasetProblem(line: line, "\(record.number) repeats the number of line \(first)"))
                 }
+                seen[hash] = line
                 if let icons {
                     var one = [record]
                     for p in IdentityDataset.attachIcons(&one, directory: icons) { problem(p) }

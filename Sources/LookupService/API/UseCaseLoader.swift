@@ -40,8 +40,7 @@ public enum UseCaseLoader {
         do {
             manifest = try DatasetManifest.read(path: path)
             parameters = try manifest.shards.map { shard in
-                try DatasetManifest.check(shard.parameters, directory: directory)
-                let text = try String(contentsOfFile: "\(directory)/\(shard.parameters.path)", encoding: .utf8)
+                let text = String(decoding: try DatasetManifest.contents(of: shard.parameters, directory: directory), as: UTF8.self)
                 return try ProtoPirParameters(textFormatString: text)
             }
         } catch {
@@ -55,9 +54,7 @@ public enum UseCaseLoader {
         var databases: [ProcessedDatabase] = []
         for (shard, shardParameters) in zip(manifest.shards, configuration.shards) {
             do {
-                try DatasetManifest.check(shard.shard, directory: directory)
-                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(shard.shard.path)")))
-                let contents = try ShardFile.deserialize(bytes, context: context)
+                let contents = try ShardFile.deserialize(try DatasetManifest.contents(of: shard.shard, directory: directory), context: context)
                 databases.append(try ProcessedDatabase(parameters: shardParameters, tables: contents.tables, context: context))
             } catch {
                 throw ConfigError("\(name): cannot load shard \(shard.index) of \(path): \(error)")
