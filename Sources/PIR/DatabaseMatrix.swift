@@ -19,7 +19,7 @@ struct DatabaseMatrix: Sendable {
     /// Ring degree.
     let degree: Int
     /// The words, column by column; absent slots are zero and skipped.
-    let words: HugeWords
+    let words: MatrixWords
     /// Whether each slot holds a nonzero plaintext (1) or not (0), padded to whole columns.
     let present: [UInt8]
 
@@ -46,7 +46,7 @@ struct DatabaseMatrix: Sendable {
         self.degree = degree
         let width = Self.blockWidth
         let blocks = degree / width
-        let words = HugeWords(count: columns * rows * degree * height)
+        let words = MatrixWords(count: columns * rows * degree * height)
         var present = [UInt8](repeating: 0, count: columns * height)
         do {
             let dst = words.pointer
@@ -69,35 +69,24 @@ struct DatabaseMatrix: Sendable {
         self.present = present
     }
 
+    /// A matrix whose words already exist (read from a scan file); `present` must cover whole columns.
+    init(words: MatrixWords, present: [UInt8], slots: Int, rows: Int, degree: Int, columnHeight: Int) {
+        self.words = words
+        self.present = present
+        self.slots = slots
+        self.rows = rows
+        self.degree = degree
+        self.columnHeight = columnHeight
+    }
+
+    /// Words a matrix of `slots` slots takes (whole columns).
+    static func wordCount(slots: Int, rows: Int, degree: Int, columnHeight: Int) -> Int {
+        let height = max(columnHeight, 1)
+        return (slots + height - 1) / height * rows * degree * height
+    }
+
     /// Bytes the matrix occupies.
     var byteCount: Int { words.count * 4 }
-}
-
-/// Zeroed 32-bit words in huge-page-backed memory (`cv_huge_alloc`), written once while the matrix is built and
-/// only read afterwards, which is what makes sharing them between scan threads safe.
-final class HugeWords: @unchecked Sendable {
-    /// Word count.
-    let count: Int
-    /// The words.
-    let pointer: UnsafeMutablePointer<UInt32>
-    private let raw: UnsafeMutableRawPointer?
-
-    /// Allocates `count` zeroed words (falling back to the Swift allocator if the mapping fails).
-    init(count: Int) {
-        self.count = count
-        if let p = cv_huge_alloc(count * 4) {
-            raw = p
-            pointer = p.bindMemory(to: UInt32.self, capacity: count)
-        } else {
-            raw = nil
-            pointer = .allocate(capacity: max(count, 1))
-            pointer.initialize(repeating: 0, count: count)
-        }
-    }
-
-    deinit {
-        if let raw { cv_huge_free(raw, count * 4) } else { pointer.deallocate() }
-    }
 }
 
 /// Raw pointers shared by the scan's worker threads. Each thread writes a disjoint coefficient range, so the

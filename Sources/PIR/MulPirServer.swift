@@ -19,7 +19,7 @@ public struct MulPirServer: Sendable {
     /// against the engine's general operations).
     var fusedPipeline = true
     /// Per sub-table: the 32-bit matrix when the moduli allow it, else the evaluation plaintexts.
-    private let tables: [Storage]
+    let tables: [Storage]
 
     enum Storage: Sendable {
         case narrow(DatabaseMatrix)
@@ -49,6 +49,15 @@ public struct MulPirServer: Sendable {
             narrow ? .narrow(DatabaseMatrix(plaintexts: table, rows: ctx.rowCount, degree: context.degree,
                                             columnHeight: height)) : .wide(table)
         }
+    }
+
+    /// A server over storage that already exists (mapped or copied from a scan file).
+    init(context: Context, parameters: MulPirParameters, threads: Int?, tables: [Storage]) {
+        _ = Self.allocatorTuned
+        self.context = context
+        self.parameters = parameters
+        self.threads = max(1, threads ?? Self.coreCount)
+        self.tables = tables
     }
 
     /// Cores the machine offers.
