@@ -32,6 +32,12 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "The coordinator's CURVE public key (Z85).")
     var serverKey: String?
 
+    @Option(help: "MiB of shard databases held in memory; shards beyond it are served from mapped scan files (default: no limit).")
+    var memoryBudget: Int?
+
+    @Flag(help: "Do not cache each shard's evaluation form on disk (restarts rebuild it; shards cannot exceed the memory budget).")
+    var noScanCache = false
+
     @Option(help: "Log level.")
     var logLevel: String = "info"
 
@@ -40,6 +46,11 @@ struct WorkerCommand: AsyncParsableCommand {
         var options = ClusterWorker.Options(coordinator: coordinator, dataDirectory: dataDir,
                                             workerID: id ?? ProcessInfo.processInfo.hostName)
         options.threads = threads
+        if let memoryBudget {
+            guard memoryBudget >= 0 else { throw ValidationError("--memory-budget must not be negative") }
+            options.memoryBudget = memoryBudget << 20
+        }
+        options.scanCache = !noScanCache
         if coordinator.hasPrefix("tcp://") {
             guard let keyFile, let serverKey else {
                 throw ValidationError("a tcp:// coordinator needs --key-file and --server-key (CURVE)")

@@ -21,13 +21,15 @@ struct ClusterTests {
         let data: DemoDataset
 
         func worker(_ id: String, keys: CurveKeyPair? = nil, serverKey: String? = nil, faults: LinkFaults? = nil,
-                    pool: ComputePool? = nil, credit: Int? = nil) throws -> ClusterWorker {
+                    pool: ComputePool? = nil, credit: Int? = nil,
+                    edit: (inout ClusterWorker.Options) -> Void = { _ in }) throws -> ClusterWorker {
             var options = ClusterWorker.Options(coordinator: coordinator.endpoint, dataDirectory: "\(directory)/worker-\(id)", workerID: id)
             options.threads = 1
             options.faults = faults
             options.pool = pool
             options.credit = credit
             if let keys, let serverKey { options.curve = (keys, serverKey) }
+            edit(&options)
             return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
         }
 

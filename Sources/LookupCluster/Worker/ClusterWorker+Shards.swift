@@ -2,6 +2,7 @@ import BFV
 import Cluster
 import Foundation
 import LookupProtocol
+import LookupService
 import PIR
 
 extension ClusterWorker {
@@ -36,7 +37,11 @@ extension ClusterWorker {
         case .open: break
         }
         let path = files.path(key, sha256: sha)
-        // Already on disk from an earlier run: verify and load without a transfer.
+        // Already on disk from an earlier run: load without a transfer (from the scan cache when there is one).
+        if options.scanCache, FileManager.default.fileExists(atPath: files.scanPath(key, sha256: sha)) {
+            await load(key, sha: sha, assign: assign, bytes: nil)
+            return
+        }
         if let bytes = FileManager.default.contents(atPath: path), CompactShard.sha256([UInt8](bytes)) == sha {
             await load(key, sha: sha, assign: assign, bytes: [UInt8](bytes))
             return
@@ -148,17 +153,22 @@ extension ClusterWorker {
         }
     }
 
-    /// Verifies, rebuilds and installs a shard (replacing any other content of it at once), deletes the files of
-    /// other content of the shard, and reports.
-    func load(_ key: ShardKey, sha: [UInt8], assign: Callveil_Cluster_V1_AssignShard, bytes: [UInt8]) async {
+    /// Verifies, rebuilds (or maps from the scan cache) and installs a shard, within the memory budget, replacing
+    /// any other content of it at once; deletes the files of other content of the shard, and reports. `bytes` nil:
+    /// the compact file on disk is read if the scan cache cannot be used.
+    func load(_ key: ShardKey, sha: [UInt8], assign: Callveil_Cluster_V1_AssignShard, bytes: [UInt8]?) async {
+        var placement: Placement?
+        defer { settlePlacement(key, placement) }
         do {
             let parameters = try ProtoPirParameters(serializedBytes: [UInt8](assign.parameters))
             let native = try parameters.native()
             let context = try Context(parameters: native.encryption)
-            let database = try await Task.detached { try CompactShard.deserialize(bytes, parameters: native, context: context) }.value
+            let (server, placed) = try await ComputePool.detached { [self] in
+                try placeWithinBudget(key, sha: sha, server: try buildServer(key, sha: sha, parameters: native, context: context, compact: bytes))
+            }
             guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded meanwhile
-            try await executor.installShard(useCase: key.useCase, configID: key.configID, index: key.shard,
-                                            shardCount: Int(assign.shardCount), database: database, context: context)
+            executor.installServer(useCase: key.useCase, configID: key.configID, index: key.shard, shardCount: Int(assign.shardCount),
+                                   server: server, context: context)
             let current = state.withLock { s -> Bool in
                 guard s.loading[key] == sha else { return false }
                 s.loading.removeValue(forKey: key)
@@ -167,6 +177,7 @@ extension ClusterWorker {
                 return true
             }
             guard current else { return }
+            placement = placed
             files.removeFiles(of: key, keeping: sha)
             report(key, sha: sha, ok: true, error: "")
             sendHello()
@@ -190,10 +201,14 @@ extension ClusterWorker {
             if let loading = s.loading[key], sha.isEmpty || loading == sha { s.loading.removeValue(forKey: key) }
             return (dropped, s.loaded[key] ?? s.transfers[key]?.sha256 ?? s.loading[key])
         }
-        if droppedLoaded { executor.dropShard(useCase: key.useCase, configID: key.configID, index: key.shard) }
+        if droppedLoaded {
+            executor.dropShard(useCase: key.useCase, configID: key.configID, index: key.shard)
+            settlePlacement(key, nil)
+        }
         if keep == nil { files.removeFiles(of: key) } else if !sha.isEmpty {
-            try? FileManager.default.removeItem(atPath: files.path(key, sha256: sha))
-            try? FileManager.default.removeItem(atPath: files.path(key, sha256: sha) + ".partial")
+            for path in [files.path(key, sha256: sha), files.path(key, sha256: sha) + ".partial", files.scanPath(key, sha256: sha)] {
+                try? FileManager.default.removeItem(atPath: path)
+            }
         }
         sendHello()
     }

@@ -40,6 +40,12 @@ public final class ClusterWorker: Sendable {
         public var transferStall: Duration = .seconds(2)
         /// Drops a fraction of control messages (tests and drills).
         public var faults: LinkFaults?
+        /// Bytes of shard databases held in this process's memory; shards beyond it are served from their mapped
+        /// scan files, paged by the kernel (nil: no limit, every shard in memory).
+        public var memoryBudget: Int?
+        /// Whether each shard's evaluation form is cached on disk as a scan file, so a restart maps it instead of
+        /// rebuilding it (a shard over the memory budget needs it).
+        public var scanCache = true
 
         /// Settings for a worker.
         public init(coordinator: String, dataDirectory: String, workerID: String) {
@@ -57,6 +63,13 @@ public final class ClusterWorker: Sendable {
         var loading: [ShardKey: [UInt8]] = [:]
         var contexts: [[UInt8]: Context] = [:]  // key-config hash -> context
         var resumed: [ShardKey: Int] = [:]
+        /// Database bytes of each loaded shard, held in memory (counted against the budget) or mapped.
+        var resident: [ShardKey: Int] = [:]
+        var mapped: [ShardKey: Int] = [:]
+        /// Memory reserved by loads under way (see `placeWithinBudget`).
+        var reserved: [ShardKey: Int] = [:]
+        /// Loads that mapped a verified scan file instead of rebuilding the evaluation form.
+        var scanCacheLoads = 0
         var transfersStarted = 0
         var wholeShardFailures = 0
         /// Queries being answered, by request id, so that a `QueryCancel` can stop one.
@@ -155,6 +168,11 @@ public final class ClusterWorker: Sendable {
 
     /// Whole-shard checksum failures detected (each reported to the coordinator and fetched again).
     public var wholeShardFailures: Int { state.withLock { $0.wholeShardFailures } }
+
+    /// Database bytes held in memory and served from mapped scan files, and the loads that used a scan file.
+    public var shardMemory: (resident: Int, mapped: Int, scanCacheLoads: Int) {
+        state.withLock { s in (s.resident.values.reduce(0, +), s.mapped.values.reduce(0, +), s.scanCacheLoads) }
+    }
 
     /// Shards loaded and verified.
     public var loadedShards: Set<ShardKey> { state.withLock { Set($0.loaded.keys) } }

@@ -50,6 +50,11 @@ public final class LocalShardExecutor: ShardExecutor {
                              context: Context) async throws {
         let threads = self.threads
         let server = try await ComputePool.detached { try MulPirServer(context: context, database: database, threads: threads) }
+        installServer(useCase: useCase, configID: configID, index: index, shardCount: shardCount, server: server, context: context)
+    }
+
+    /// Makes one shard servable with a server built elsewhere (a worker maps it from its scan-file cache).
+    public func installServer(useCase: String, configID: [UInt8], index: Int, shardCount: Int, server: MulPirServer, context: Context) {
         installed.withLock { all in
             let id = VersionID(name: useCase, configID: configID)
             var entry = all[id] ?? Installed(context: context, shardCount: shardCount, servers: [:])
