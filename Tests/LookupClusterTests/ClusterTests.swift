@@ -235,7 +235,7 @@ struct ClusterTests {
         let data = try DemoDataset.make(in: directory, count: 200)
         let loaded = try UseCaseLoader.load(data.useCases[1])
         let context = loaded.version.context
-        let database = loaded.databases[0]
+        let database = try loaded.shards[0].load()
         let compact = try CompactShard.serialize(database, context: context)
         let rebuilt = try CompactShard.deserialize(compact, parameters: database.parameters, context: context)
         #expect(rebuilt.serializeReferenceFormat() == database.serializeReferenceFormat())

@@ -22,14 +22,17 @@ struct ManifestLoadingTests {
         let viaStem = try UseCaseLoader.load(.init(name: "block", fileStem: "\(root)/v/block"))
         #expect(viaManifest.version.configuration.configID.hexString == manifest.configID)
         #expect(viaManifest.version.configIDHex == viaStem.version.configIDHex)
-        #expect(viaManifest.databases.map(\.tables) == viaStem.databases.map(\.tables))
+        #expect(try viaManifest.shards.map { try $0.load().tables } == viaStem.shards.map { try $0.load().tables })
 
         let path = "\(root)/v/block-1.cvshard"
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[bytes.count - 1] ^= 1
         try Data(bytes).write(to: URL(fileURLWithPath: path))
+        // The shard is checked as it is read (once, when installed), so loading the configuration still works.
+        let tampered = try UseCaseLoader.load(.init(name: "block", manifest: "\(root)/v/block.manifest.json"))
+        _ = try tampered.shards[0].load()
         #expect {
-            try UseCaseLoader.load(.init(name: "block", manifest: "\(root)/v/block.manifest.json"))
+            try tampered.shards[1].load()
         } throws: { error in
             "\(error)".contains("block-1.cvshard") && "\(error)".contains("SHA-256")
         }

@@ -143,7 +143,8 @@ struct ClusterBench {
 
         // Transfer sizes and LZ4 ratios: compact form vs the evaluation form.
         var compactBytes = 0, compactLZ4 = 0, evalBytes = 0, evalLZ4 = 0
-        for database in loaded.databases {
+        for source in loaded.shards {
+            let database = try source.load()
             let compact = try CompactShard.serialize(database, context: context)
             compactBytes += compact.count
             compactLZ4 += try LZ4Frame.compress(compact).count

@@ -13,10 +13,16 @@ extension ClusterCoordinator {
         let context = version.context
         let chunkBytes = options.transferChunkBytes
         let configID = version.configuration.configID
-        let shardCount = useCase.databases.count
+        let shardCount = useCase.shards.count
+        let logger = self.logger
+        // One shard's evaluation form at a time: only the compact forms are kept.
         let built = try await Task.detached {
-            try zip(useCase.databases, version.configuration.shards).enumerated().map { index, pair in
-                let (database, parameters) = pair
+            try zip(useCase.shards, version.configuration.shards).map { source, parameters in
+                let index = source.index
+                let database = try source.load()
+                if (index + 1) % 16 == 0 || index + 1 == shardCount {
+                    logger.info("shards compacted", metadata: ["usecase": .string(version.name), "done": "\(index + 1)/\(shardCount)"])
+                }
                 let message = ProtoPirParameters(parameters, sharding: version.configuration.sharding,
                                                  keyConfig: version.configuration.keyConfig)
                 let source = TransferSource(bytes: try CompactShard.serialize(database, context: context), chunkSize: chunkBytes)

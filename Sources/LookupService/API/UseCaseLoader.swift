@@ -4,36 +4,47 @@ import LookupProtocol
 import PIR
 import SwiftProtobuf
 
-/// A use case read from disk: its configuration and each shard's processed database.
+/// A use case read from disk: its configuration (parsed and checked) and a source per shard that reads the
+/// shard's processed database when it is installed.
 public struct LoadedUseCase: Sendable {
     /// The version to register.
     public let version: UseCaseVersion
-    /// Processed database per shard index.
-    public let databases: [ProcessedDatabase]
+    /// One source per shard, in index order.
+    public let shards: [ShardSource]
+
+    /// A loaded version.
+    public init(version: UseCaseVersion, shards: [ShardSource]) {
+        self.version = version
+        self.shards = shards
+    }
 }
 
-/// Reads a use case's shard files (CallVeil `.cvshard` or the reference's `.bin`) and parameter files
-/// (`.params.txtpb` or `.params.binpb`), checking that all shards share encryption parameters.
+/// Reads a use case's parameter files (`.params.txtpb` or `.params.binpb`), checking that all shards share
+/// encryption parameters, and gives a source per shard file (CallVeil `.cvshard` or the reference's `.bin`) that
+/// reads it when installed; a manifest's files are checked for presence and size first, and each against its
+/// SHA-256 as it is read.
 public enum UseCaseLoader {
-    /// Loads every shard of `useCase`; `progress` is called after each shard with (done, total).
-    public static func load(_ useCase: ServiceConfig.UseCase, progress: (Int, Int) -> Void = { _, _ in }) throws -> LoadedUseCase {
-        if let manifest = useCase.manifest { return try load(name: useCase.name, manifest: manifest, progress: progress) }
+    /// Loads `useCase`'s configuration and the sources of its shards.
+    public static func load(_ useCase: ServiceConfig.UseCase) throws -> LoadedUseCase {
+        if let manifest = useCase.manifest { return try load(name: useCase.name, manifest: manifest) }
         guard let stem = useCase.fileStem else { throw ConfigError("\(useCase.name): give fileStem or manifest") }
         let count = try useCase.shardCount ?? countShards(stem: stem)
         let parameters = try (0..<count).map { try readParameters(stem: stem, shard: $0) }
         let configuration = try UseCaseConfiguration(shardParameters: parameters)
         let context = try Context(parameters: configuration.encryption)
-        var databases: [ProcessedDatabase] = []
-        for (index, shard) in configuration.shards.enumerated() {
-            databases.append(try readDatabase(stem: stem, shard: index, parameters: shard, context: context))
-            progress(index + 1, count)
+        for index in 0..<count where !FileManager.default.fileExists(atPath: "\(stem)-\(index).cvshard")
+            && !FileManager.default.fileExists(atPath: "\(stem)-\(index).bin") {
+            throw ConfigError("\(useCase.name): no shard file \(stem)-\(index).cvshard or .bin")
         }
-        return LoadedUseCase(version: UseCaseVersion(name: useCase.name, configuration: configuration, context: context),
-                             databases: databases)
+        let shards = configuration.shards.enumerated().map { index, shard in
+            ShardSource(index: index) { try readDatabase(stem: stem, shard: index, parameters: shard, context: context) }
+        }
+        return LoadedUseCase(version: UseCaseVersion(name: useCase.name, configuration: configuration, context: context), shards: shards)
     }
 
-    /// Loads the version a dataset manifest describes, checking every file's size and SHA-256 first.
-    public static func load(name: String, manifest path: String, progress: (Int, Int) -> Void = { _, _ in }) throws -> LoadedUseCase {
+    /// Loads the version a dataset manifest describes: the parameter files are checked against their SHA-256 now,
+    /// the shard files for presence and size now and against their SHA-256 when read.
+    public static func load(name: String, manifest path: String) throws -> LoadedUseCase {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         let manifest: DatasetManifest
         let parameters: [ProtoPirParameters]
@@ -43,6 +54,13 @@ public enum UseCaseLoader {
                 let text = String(decoding: try DatasetManifest.contents(of: shard.parameters, directory: directory), as: UTF8.self)
                 return try ProtoPirParameters(textFormatString: text)
             }
+            for shard in manifest.shards {
+                let file = "\(directory)/\(shard.shard.path)"
+                let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.intValue
+                guard size == shard.shard.bytes else {
+                    throw ConfigError("\(shard.shard.path) has \(size.map(String.init) ?? "no") bytes, the manifest records \(shard.shard.bytes)")
+                }
+            }
         } catch {
             throw ConfigError("\(name): cannot load \(path): \(error)")
         }
@@ -51,17 +69,17 @@ public enum UseCaseLoader {
             throw ConfigError("\(name): the shards' config id differs from the one \(path) records")
         }
         let context = try Context(parameters: configuration.encryption)
-        var databases: [ProcessedDatabase] = []
-        for (shard, shardParameters) in zip(manifest.shards, configuration.shards) {
-            do {
-                let contents = try ShardFile.deserialize(try DatasetManifest.contents(of: shard.shard, directory: directory), context: context)
-                databases.append(try ProcessedDatabase(parameters: shardParameters, tables: contents.tables, context: context))
-            } catch {
-                throw ConfigError("\(name): cannot load shard \(shard.index) of \(path): \(error)")
+        let shards = zip(manifest.shards, configuration.shards).map { shard, shardParameters in
+            ShardSource(index: shard.index) {
+                do {
+                    let contents = try ShardFile.deserialize(try DatasetManifest.contents(of: shard.shard, directory: directory), context: context)
+                    return try ProcessedDatabase(parameters: shardParameters, tables: contents.tables, context: context)
+                } catch {
+                    throw ConfigError("\(name): cannot load shard \(shard.index) of \(path): \(error)")
+                }
             }
-            progress(shard.index + 1, manifest.shards.count)
         }
-        return LoadedUseCase(version: UseCaseVersion(name: name, configuration: configuration, context: context), databases: databases)
+        return LoadedUseCase(version: UseCaseVersion(name: name, configuration: configuration, context: context), shards: shards)
     }
 
     static func countShards(stem: String) throws -> Int {

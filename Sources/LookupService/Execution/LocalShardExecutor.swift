@@ -37,23 +37,29 @@ public final class LocalShardExecutor: ShardExecutor {
         self.metrics = metrics
     }
 
+    /// Installs a version shard by shard (one shard's evaluation form read at a time); a new version that fails
+    /// part way is removed again, so the versions already serving are all that serve.
     public func install(_ useCase: LoadedUseCase) async throws {
         let version = useCase.version
-        for (index, database) in useCase.databases.enumerated() {
-            try await installShard(useCase: version.name, configID: version.configuration.configID, index: index,
-                                   shardCount: useCase.databases.count, database: database, context: version.context)
+        let configID = version.configuration.configID
+        let existed = installed.withLock { $0[VersionID(name: version.name, configID: configID)] != nil }
+        do {
+            for source in useCase.shards {
+                let threads = self.threads
+                let server = try await ComputePool.detached {
+                    try MulPirServer(context: version.context, database: try source.load(), threads: threads)
+                }
+                installServer(useCase: version.name, configID: configID, index: source.index, shardCount: useCase.shards.count,
+                              server: server, context: version.context)
+            }
+        } catch {
+            if !existed { await retire(useCase: version.name, configID: configID) }
+            throw error
         }
     }
 
-    /// Makes one shard of a version servable (a cluster worker holds only some shards).
-    public func installShard(useCase: String, configID: [UInt8], index: Int, shardCount: Int, database: ProcessedDatabase,
-                             context: Context) async throws {
-        let threads = self.threads
-        let server = try await ComputePool.detached { try MulPirServer(context: context, database: database, threads: threads) }
-        installServer(useCase: useCase, configID: configID, index: index, shardCount: shardCount, server: server, context: context)
-    }
-
-    /// Makes one shard servable with a server built elsewhere (a worker maps it from its scan-file cache).
+    /// Makes one shard of a version servable (a cluster worker holds only some shards, built or mapped from its
+    /// scan-file cache).
     public func installServer(useCase: String, configID: [UInt8], index: Int, shardCount: Int, server: MulPirServer, context: Context) {
         installed.withLock { all in
             let id = VersionID(name: useCase, configID: configID)

@@ -124,21 +124,15 @@ public actor LookupServer {
                 continue
             }
             do {
-                let logger = self.logger
-                let loaded = try await ComputePool.detached {  // file reads and checksums: off the concurrency pool
-                    try UseCaseLoader.load(useCase) { done, total in
-                        if done == total || done % 16 == 0 {
-                            logger.info("loading shards", metadata: ["usecase": .string(useCase.name), "done": "\(done)/\(total)"])
-                        }
-                    }
-                }
+                // Parameter files and checksums: off the concurrency pool. The shards are read as they are installed.
+                let loaded = try await ComputePool.detached { try UseCaseLoader.load(useCase) }
                 try await executor.install(loaded)
                 for old in registry.install(loaded.version, keep: keep) {
                     await executor.retire(useCase: useCase.name, configID: old.configuration.configID)
                 }
                 logger.info("use case loaded", metadata: [
                     "usecase": .string(useCase.name), "configId": .string(loaded.version.configIDHex),
-                    "shards": .stringConvertible(loaded.databases.count),
+                    "shards": .stringConvertible(loaded.shards.count),
                 ])
             } catch {
                 if failFast { throw error }
