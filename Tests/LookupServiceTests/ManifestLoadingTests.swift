@@ -2,6 +2,7 @@ import Foundation
 import LookupProtocol
 import LookupService
 import PIR
+import ServiceTestSupport
 import Testing
 
 /// Loading a use case through its dataset manifest: the same version as the file stem gives, and a file that
@@ -36,5 +37,43 @@ struct ManifestLoadingTests {
         } throws: { error in
             "\(error)".contains("block-1.cvshard") && "\(error)".contains("SHA-256")
         }
+    }
+
+    @Test("a new version whose shard fails its checksum while it installs: reload reports it, the old version keeps answering")
+    func failedInstallKeepsPrevious() async throws {
+        let root = try temporaryDirectory()
+        func csv(flipped: Bool) -> String {
+            "keyword,value\n" + (0..<400).map { "+1415555\(String(format: "%04d", $0)),\($0 % 2 == (flipped ? 1 : 0) ? "01" : "00")\n" }.joined()
+        }
+        func build(_ version: String, shards: Int, flipped: Bool) throws -> String {
+            try csv(flipped: flipped).write(toFile: "\(root)/\(version).csv", atomically: true, encoding: .utf8)
+            let options = DatasetManifest.Options(preset: "n_4096_logq_27_28_28_logt_5", shardCount: shards)
+            _ = try DatasetBuilder(options: options, directory: "\(root)/\(version)", stem: "block").build(input: "\(root)/\(version).csv")
+            return "\(root)/\(version)/block.manifest.json"
+        }
+        let first = try build("v1", shards: 2, flipped: false)
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: root, usecases: [.init(name: "block", manifest: first)]))
+        let before = try #require(server.server.registry.newest("block")).configIDHex
+        let device = server.device()
+        let numbers = ["+14155550001", "+14155550002", "+14155550399"]
+        func answers() async throws -> [[UInt8]] {
+            var out: [[UInt8]] = []
+            for number in numbers { out.append(try await device.lookup(Array(number.utf8), in: "block") ?? []) }
+            return out
+        }
+        #expect(try await answers() == [[0], [1], [0]])
+        // Version 2 (three shards: a new config id, flipped values) with its last shard damaged after the build.
+        let second = try build("v2", shards: 3, flipped: true)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(root)/v2/block-2.cvshard")))
+        bytes[bytes.count / 2] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: "\(root)/v2/block-2.cvshard"))
+        _ = try writeServiceConfig(in: root, usecases: [.init(name: "block", manifest: second)])
+        #expect(try await server.server.reload() == ["block"])
+        #expect(try #require(server.server.registry.newest("block")).configIDHex == before)
+        #expect(try await answers() == [[0], [1], [0]])
+        let executor = try #require(server.server.executor as? LocalShardExecutor)
+        let rejected = try UseCaseLoader.load(.init(name: "block", manifest: second)).version.configuration.configID
+        #expect(!executor.holds(useCase: "block", configID: rejected, index: 0), "the shards installed before the failure are removed")
+        await server.stop()
     }
 }
