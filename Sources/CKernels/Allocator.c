@@ -14,6 +14,14 @@ void cv_tune_allocator(void) {
 #endif
 }
 
+int cv_release_free_memory(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
+}
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif

@@ -51,6 +51,12 @@ public struct MulPirServer: Sendable {
         }
     }
 
+    /// Returns the allocator's free memory to the kernel. Call after building a shard: its evaluation form was
+    /// transient, but the tuned allocator would keep the freed memory resident.
+    public static func releaseFreeMemory() {
+        _ = cv_release_free_memory()
+    }
+
     /// A server over storage that already exists (mapped or copied from a scan file).
     init(context: Context, parameters: MulPirParameters, threads: Int?, tables: [Storage]) {
         _ = Self.allocatorTuned

@@ -122,6 +122,9 @@ public enum ScanFile {
 
     static func pageAligned(_ x: Int) -> Int { (x + 4095) / 4096 * 4096 }
 
+    /// Writes the whole buffer, 64 MiB at a time, each piece flushed and dropped from the page cache before the
+    /// next: a worker writing gigabytes of scan files in a memory-limited cgroup would otherwise fill it with
+    /// dirty pages and stall every thread of the process (its heartbeats included) in reclaim.
     static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws {
         var offset = 0
         while offset < buffer.count {
@@ -129,6 +132,10 @@ public enum ScanFile {
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw PIRError.invalidParameters("scan file: write failed: errno \(errno)") }
             offset += n
+            if n >= 1 << 20 {
+                _ = fdatasync(fd)
+                _ = posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_DONTNEED))
+            }
         }
     }
 }

@@ -13,6 +13,10 @@
 /// per-query ciphertext buffers are reused instead of page-faulted in afresh; a no-op elsewhere.
 void cv_tune_allocator(void);
 
+/// Returns the allocator's free memory in every arena to the kernel (`malloc_trim`): after a large transient build
+/// (a shard's evaluation form) the tuned thresholds would otherwise keep it resident. Returns 1 if any was released.
+int cv_release_free_memory(void);
+
 /// Zeroed memory for a large read-mostly table (the PIR database), backed by transparent huge pages where the
 /// kernel allows (fewer TLB misses on the scan); NULL on failure. Free with `cv_huge_free` and the same size.
 void *cv_huge_alloc(size_t bytes);

@@ -20,6 +20,7 @@ extension ClusterCoordinator {
             try zip(useCase.shards, version.configuration.shards).map { source, parameters in
                 let index = source.index
                 let database = try source.load()
+                defer { MulPirServer.releaseFreeMemory() }  // only the compact form is kept
                 if (index + 1) % 16 == 0 || index + 1 == shardCount {
                     logger.info("shards compacted", metadata: ["usecase": .string(version.name), "done": "\(index + 1)/\(shardCount)"])
                 }

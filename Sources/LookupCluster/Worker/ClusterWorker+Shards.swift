@@ -164,7 +164,8 @@ extension ClusterWorker {
             let native = try parameters.native()
             let context = try Context(parameters: native.encryption)
             let (server, placed) = try await ComputePool.detached { [self] in
-                try placeWithinBudget(key, sha: sha, server: try buildServer(key, sha: sha, parameters: native, context: context, compact: bytes))
+                defer { MulPirServer.releaseFreeMemory() }  // the rebuilt evaluation form was transient
+                return try placeWithinBudget(key, sha: sha, server: try buildServer(key, sha: sha, parameters: native, context: context, compact: bytes))
             }
             guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded meanwhile
             executor.installServer(useCase: key.useCase, configID: key.configID, index: key.shard, shardCount: Int(assign.shardCount),
