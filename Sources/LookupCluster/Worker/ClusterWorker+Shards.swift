@@ -24,7 +24,7 @@ extension ClusterWorker {
             if let transfer = s.transfers[key] {
                 if transfer.sha256 == sha {
                     transfer.lastActivity = .now
-                    return .resend(transfer.sink.offset)
+                    return .resend(transfer.offset)
                 }
                 s.transfers.removeValue(forKey: key)
             }
@@ -82,9 +82,9 @@ extension ClusterWorker {
         let stalled = state.withLock { s -> [(ShardKey, [UInt8], Int)] in
             let now = ContinuousClock.now
             return s.transfers.compactMap { key, transfer in
-                guard now - transfer.lastActivity > stall else { return nil }
+                guard !transfer.busy, now - transfer.lastActivity > stall else { return nil }
                 transfer.lastActivity = now
-                return (key, transfer.sha256, transfer.sink.offset)
+                return (key, transfer.sha256, transfer.offset)
             }
         }
         for (key, sha, offset) in stalled { requestTransfer(key, sha: sha, offset: offset) }
@@ -95,39 +95,56 @@ extension ClusterWorker {
     /// checked: a mismatch (a corrupted partial file) is reported and the shard fetched again from the start.
     func chunk(_ chunk: Callveil_Cluster_V1_ShardChunk) async {
         guard let (key, sha) = ClusterLimits.validate(chunk.shard, needsHash: true) else { return }
+        let claimed = state.withLock { s -> Transfer? in
+            guard let transfer = s.transfers[key], transfer.sha256 == sha, !transfer.busy, chunk.offset == UInt64(transfer.offset) else {
+                return nil
+            }
+            transfer.busy = true
+            transfer.lastActivity = .now
+            return transfer
+        }
+        guard let transfer = claimed else { return }
+        // Decompress, verify, append with fsync (and at the end read the whole file back) outside the state lock and
+        // off the concurrency pool: with the disk busy these take seconds, and the heartbeat must not wait for them.
+        enum Written: Sendable { case more(Int), complete([UInt8]), badChunk(String), badShard(String) }
+        let written = (try? await ComputePool.detached { () -> Written in
+            do {
+                guard try transfer.sink.accept(chunk) else { return .more(transfer.sink.offset) }
+            } catch {
+                return .badChunk("\(error)")
+            }
+            do { return .complete(try transfer.sink.finish()) } catch { return .badShard("\(error)") }
+        }) ?? .badChunk("the chunk could not be written")
         enum Step { case next(Int), done(Callveil_Cluster_V1_AssignShard, [UInt8]), retry(Int), restart(String), fail(String), ignore }
         let step: Step = state.withLock { s in
-            guard let transfer = s.transfers[key], transfer.sha256 == sha, chunk.offset == UInt64(transfer.sink.offset) else {
-                return .ignore
-            }
+            transfer.busy = false
+            guard s.transfers[key] === transfer else { return .ignore }  // dropped or replaced meanwhile
             transfer.lastActivity = .now
-            do {
-                if try transfer.sink.accept(chunk) {
-                    let bytes: [UInt8]
-                    do {
-                        bytes = try transfer.sink.finish()
-                    } catch {
-                        s.wholeShardFailures += 1
-                        transfer.failures += 1
-                        if transfer.failures >= 5 {
-                            s.transfers.removeValue(forKey: key)
-                            return .fail("\(error)")
-                        }
-                        return .restart("\(error)")
-                    }
-                    s.transfers.removeValue(forKey: key)
-                    s.loading[key] = sha
-                    return .done(transfer.assign, bytes)
-                }
+            switch written {
+            case .more(let offset):
+                transfer.offset = offset
                 transfer.failures = 0
-                return .next(transfer.sink.offset)
-            } catch {
+                return .next(offset)
+            case .complete(let bytes):
+                s.transfers.removeValue(forKey: key)
+                s.loading[key] = sha
+                return .done(transfer.assign, bytes)
+            case .badChunk(let why):
                 transfer.failures += 1
                 if transfer.failures >= 5 {
                     s.transfers.removeValue(forKey: key)
-                    return .fail("\(error)")
+                    return .fail(why)
                 }
-                return .retry(transfer.sink.offset)
+                return .retry(transfer.offset)
+            case .badShard(let why):
+                s.wholeShardFailures += 1
+                transfer.failures += 1
+                transfer.offset = 0
+                if transfer.failures >= 5 {
+                    s.transfers.removeValue(forKey: key)
+                    return .fail(why)
+                }
+                return .restart(why)
             }
         }
         switch step {

@@ -77,17 +77,23 @@ public final class ClusterWorker: Sendable {
         var stopped = false
     }
 
-    /// An open transfer; only touched while holding the state lock.
+    /// An open transfer. Its fields are only touched while holding the state lock; its `sink` only by the one
+    /// chunk that claimed the transfer (`busy`), outside the lock, so the file I/O never holds up the heartbeat.
     final class Transfer: @unchecked Sendable {
         let assign: Callveil_Cluster_V1_AssignShard
         let sha256: [UInt8]
         let sink: TransferSink
+        /// Bytes received and verified (the sink's offset as of the last chunk settled).
+        var offset: Int
+        /// A chunk is being written.
+        var busy = false
         var failures = 0
         var lastActivity = ContinuousClock.now
         init(assign: Callveil_Cluster_V1_AssignShard, sha256: [UInt8], sink: TransferSink) {
             self.assign = assign
             self.sha256 = sha256
             self.sink = sink
+            self.offset = sink.offset
         }
     }
 
@@ -189,7 +195,7 @@ public final class ClusterWorker: Sendable {
     /// The heartbeat: the actual state.
     func sendHello() {
         guard let (loaded, transfers) = state.withLock({ s -> ([ShardKey: [UInt8]], [ShardKey: (Int, Int, [UInt8])])? in
-            s.stopped ? nil : (s.loaded, s.transfers.mapValues { ($0.sink.offset, $0.sink.totalBytes, $0.sha256) })
+            s.stopped ? nil : (s.loaded, s.transfers.mapValues { ($0.offset, $0.sink.totalBytes, $0.sha256) })
         }) else { return }
         send(.with {
             $0.hello = .with {
