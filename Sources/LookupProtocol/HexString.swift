@@ -1,12 +1,15 @@
 extension Sequence where Element == UInt8 {
     /// Lower-case hex of the bytes, for ids in logs, error reasons and file names.
     public var hexString: String {
-        let digits = Array("0123456789abcdef")
-        var out = ""
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
+        let digits: StaticString = "0123456789abcdef"
+        var out: [UInt8] = []
+        out.reserveCapacity(underestimatedCount * 2)
+        digits.withUTF8Buffer { table in
+            for byte in self {
+                out.append(table[Int(byte >> 4)])
+                out.append(table[Int(byte & 15)])
+            }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -69,14 +69,24 @@ public enum IdentityDataset {
     public static let maxIconBytes = 64 * 1024
 
     /// `+` and 7–15 digits after removing spaces, `-`, `.`, `(` and `)`; nil for anything else.
-    public static func normalize(_ raw: String) -> String? {
-        let kept = raw.trimmingCharacters(in: .whitespaces).filter { !" -.()".contains($0) }
-        guard kept.first == "+" else { return nil }
-        let digits = kept.dropFirst()
-        guard digits.count >= 7, digits.count <= 15, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.first != "0" else {
-            return nil
+    public static func normalize<S: StringProtocol>(_ raw: S) -> String? {
+        // After trimming, only '+' (first), ASCII digits and the separators " -.()" may occur: any other scalar
+        // (a letter, a combining mark, another space) makes the text not a number.
+        var out: [UInt8] = []
+        out.reserveCapacity(16)
+        for scalar in CSVField.trimmed(raw).unicodeScalars {
+            switch scalar {
+            case " ", "-", ".", "(", ")": continue
+            case "+" where out.isEmpty: out.append(UInt8(ascii: "+"))
+            case "0"..."9" where !out.isEmpty:
+                if out.count == 1, scalar == "0" { return nil }
+                out.append(UInt8(scalar.value))
+                if out.count > 16 { return nil }
+            default: return nil
+            }
         }
-        return "+" + digits
+        guard out.count >= 8 else { return nil }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses CSV rows (a header line starting with `number` is skipped). Returns the records and the problems.
@@ -96,9 +106,9 @@ public enum IdentityDataset {
 
     /// Parses one CSV line (without its line break): a record, nothing (empty line or header), or a problem.
     public static func parseCSVLine(_ line: Substring, lineNumber: Int) -> Result<IdentityRecord?, DatasetProblem> {
-        if line.trimmingCharacters(in: .whitespaces).isEmpty { return .success(nil) }
+        if CSVField.trimmed(line).isEmpty { return .success(nil) }
         if lineNumber == 1, line.lowercased().hasPrefix("number") { return .success(nil) }
-        let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: .whitespaces) }
+        let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { String(CSVField.trimmed($0)) }
         guard fields.count == 5 else {
             return .failure(DatasetProblem(line: lineNumber, "expected 5 fields (number,name,category,block,cache_minutes), found \(fields.count)"))
         }

@@ -57,9 +57,10 @@ struct BuildDatabaseCommand: ParsableCommand {
                     + (problems.isEmpty ? "" : "; \(problems.count) row(s) skipped") + "; wrote \(output)/block.binpb and \(output)/identity.binpb\n")
     }
 
-    /// `--format csv`: one pass over the CSV into `block.csv` and `identity.csv`, moved into place only on success.
+    /// `--format csv`: one pass over the input (CSV or `.txtpb`) into `block.csv` and `identity.csv`, moved into
+    /// place only on success.
     func streamCSV() throws {
-        guard input.hasSuffix(".csv") else { throw ValidationError("--format csv streams a CSV input; convert .txtpb with the default format") }
+        guard input.hasSuffix(".csv") || input.hasSuffix(".txtpb") else { throw ValidationError("--format csv reads a .csv or .txtpb input") }
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let (block, identity) = ("\(output)/block.csv", "\(output)/identity.csv")
         var bar = ProgressBar(label: "reading identities", total: 1, unit: "B")

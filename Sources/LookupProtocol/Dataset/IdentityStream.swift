@@ -1,7 +1,7 @@
 import Foundation
 import PIR
 
-/// `build-db` for inputs of any size: reads the identities CSV once and writes the block and identity keyword
+/// `build-db` for inputs of any size: reads the identities (CSV or text-format `InputIdentities`) once and writes the block and identity keyword
 /// CSVs (`number,hexvalue`) as it goes, so memory does not grow with the dataset (a set of 64-bit number
 /// hashes finds duplicates: 16 bytes per number).
 public enum IdentityStream {
@@ -19,48 +19,94 @@ public enum IdentityStream {
         public var problemCount = 0
     }
 
-    /// Streams `input` (identities CSV) into `blockPath` and `identityPath`; icons come from `icons/<number>.heic`.
-    /// Rows with problems are skipped and reported; the caller decides whether any problem fails the build.
+    /// Streams `input` (an identities CSV, or text-format `InputIdentities` when it ends in `.txtpb`) into
+    /// `blockPath` and `identityPath`; icons come from `icons/<number>.heic`. Rows with problems are skipped and
+    /// reported with their line numbers; the caller decides whether any problem fails the build.
     public static func build(input: String, blockPath: String, identityPath: String, icons: String?,
                              progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
         var reader = try LineReader(path: input)
-        let block = try BufferedFileWriter(path: blockPath)
-        let identity = try BufferedFileWriter(path: identityPath)
-        try block.write("keyword,value\n")
-        try identity.write("keyword,value\n")
+        var sink = try Sink(blockPath: blockPath, identityPath: identityPath, icons: icons)
+        let size = reader.size
+        if input.hasSuffix(".txtpb") {
+            var splitter = TextProtoEntrySplitter()
+            _ = try reader.forEachLine(progress: { progress($0, size) }) { line, bytes in
+                let problem = try splitter.feed(line: line, bytes) { first, text in
+                    let entry: InputIdentities
+                    do {
+                        entry = try InputIdentities(textFormatString: String(decoding: text, as: UTF8.self))
+                    } catch {
+                        return sink.problem(DatasetProblem(line: first, "not a text-format InputIdentities entry: \(error)"))
+                    }
+                    for (raw, value) in entry.identities.sorted(by: { $0.key < $1.key }) {
+                        guard let number = IdentityDataset.normalize(raw) else {
+                            sink.problem(DatasetProblem(line: first, "\"\(raw)\" is not an E.164 number"))
+                            continue
+                        }
+                        try sink.add(IdentityRecord(number: number, name: value.name, category: value.category, block: value.block,
+                                                    cacheExpiryMinutes: value.cacheExpiryMinutes), line: first)
+                    }
+                }
+                if let problem { sink.problem(problem) }
+            }
+            if let (line, _) = splitter.unfinished { sink.problem(DatasetProblem(line: line, "the file ends inside this entry")) }
+        } else {
+            _ = try reader.forEachLine(progress: { progress($0, size) }) { line, bytes in
+                switch IdentityDataset.parseCSVLine(Substring(decoding: bytes, as: UTF8.self), lineNumber: line) {
+                case .success(nil): return
+                case .failure(let p): sink.problem(p)
+                case .success(let record?): try sink.add(record, line: line)
+                }
+            }
+        }
+        return try sink.close()
+    }
+
+    /// Writes records to the two keyword CSVs, skipping (and reporting) repeated numbers.
+    private struct Sink {
+        let block: BufferedFileWriter
+        let identity: BufferedFileWriter
+        let icons: String?
         var summary = Summary()
         var seen: [UInt64: Int] = [:]
-        func problem(_ p: DatasetProblem) {
+
+        init(blockPath: String, identityPath: String, icons: String?) throws {
+            block = try BufferedFileWriter(path: blockPath)
+            identity = try BufferedFileWriter(path: identityPath)
+            self.icons = icons
+            try block.write("keyword,value\n")
+            try identity.write("keyword,value\n")
+        }
+
+        mutating func problem(_ p: DatasetProblem) {
             summary.problemCount += 1
             if summary.problems.count < 100 { summary.problems.append(p) }
         }
-        let size = reader.size
-        _ = try reader.forEachLine(progress: { progress($0, size) }) { line, bytes in
-            switch IdentityDataset.parseCSVLine(Substring(decoding: bytes, as: UTF8.self), lineNumber: line) {
-            case .success(nil): return
-            case .failure(let p): problem(p)
-            case .success(var record?):
-                let hash = KeywordHash.hash(Array(record.number.utf8))
-                if let first = seen[hash] {
-                    return problem(DatasetProblem(line: line, "\(record.number) repeats the number of line \(first)"))
-                }
-                seen[hash] = line
-                if let icons {
-                    var one = [record]
-                    for p in IdentityDataset.attachIcons(&one, directory: icons) { problem(p) }
-                    record = one[0]
-                }
-                try block.write("\(record.number),\(record.blockValue.hexString)\n")
-                if let value = try record.callIdentity() {
-                    try identity.write("\(record.number),\(value.hexString)\n")
-                    summary.identities += 1
-                }
-                summary.numbers += 1
-                if record.block { summary.blocked += 1 }
+
+        mutating func add(_ record: IdentityRecord, line: Int) throws {
+            var record = record
+            let hash = KeywordHash.hash(Array(record.number.utf8))
+            if let first = seen[hash] {
+                return problem(DatasetProblem(line: line, "\(record.number) repeats the number of line \(first)"))
             }
+            seen[hash] = line
+            if let icons {
+                var one = [record]
+                for p in IdentityDataset.attachIcons(&one, directory: icons) { problem(p) }
+                record = one[0]
+            }
+            try block.write("\(record.number),\(record.blockValue.hexString)\n")
+            if let value = try record.callIdentity() {
+                try identity.write("\(record.number),\(value.hexString)\n")
+                summary.identities += 1
+            }
+            summary.numbers += 1
+            if record.block { summary.blocked += 1 }
         }
-        try block.close()
-        try identity.close()
-        return summary
+
+        func close() throws -> Summary {
+            try block.close()
+            try identity.close()
+            return summary
+        }
     }
 }
