@@ -4,15 +4,14 @@ import Crypto
 public enum KeywordHash {
     /// `LE64(SHA256(keyword)[0..8])`.
     public static func hash(_ keyword: [UInt8]) -> UInt64 {
-        let digest = SHA256.hash(data: keyword)
-        var value: UInt64 = 0
-        var i = 0
-        for byte in digest {
-            if i == 8 { break }
-            value |= UInt64(byte) << UInt64(8 * i)
-            i += 1
-        }
-        return value
+        keyword.withUnsafeBytes { hash(bytes: $0) }
+    }
+
+    /// `LE64(SHA256(bytes)[0..8])` without copying the bytes into an array (the cuckoo builder hashes millions).
+    static func hash(bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var hasher = SHA256()
+        hasher.update(bufferPointer: bytes)
+        return hasher.finalize().withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
     }
 
     /// The hash of a keyword string's UTF-8 bytes (phone numbers in E.164 form).
@@ -42,10 +41,10 @@ public enum ShardingFunction: Sendable, Hashable {
 public enum CuckooHashing {
     /// `LE64(SHA256(BE64(hash) ‖ [counter])[0..8]) mod bucketCount`.
     public static func index(keywordHash: UInt64, bucketCount: Int, counter: UInt8) -> Int {
-        var input = [UInt8](repeating: 0, count: 9)
-        for i in 0..<8 { input[i] = UInt8(truncatingIfNeeded: keywordHash >> UInt64(56 - 8 * i)) }
-        input[8] = counter
-        return Int(KeywordHash.hash(input) % UInt64(bucketCount))
+        var input = (keywordHash.bigEndian, counter)  // 9 bytes: BE64(hash) ‖ counter
+        return withUnsafeBytes(of: &input) { raw in
+            Int(KeywordHash.hash(bytes: UnsafeRawBufferPointer(rebasing: raw[0..<9])) % UInt64(bucketCount))
+        }
     }
 
     /// One candidate per hash function; a repeat of an earlier candidate is re-drawn with counters 1…10
@@ -53,12 +52,21 @@ public enum CuckooHashing {
     public static func candidates(keywordHash: UInt64, bucketsPerTable: Int, hashFunctionCount: Int) -> [Int] {
         var out: [Int] = []
         out.reserveCapacity(hashFunctionCount)
+        // Every function starts again at counter 0, so each counter's index is computed once and reused.
+        var byCounter: [Int] = []
+        byCounter.reserveCapacity(hashFunctionCount + 1)
+        func indexAt(_ counter: Int) -> Int {
+            while byCounter.count <= counter {
+                byCounter.append(index(keywordHash: keywordHash, bucketCount: bucketsPerTable, counter: UInt8(byCounter.count)))
+            }
+            return byCounter[counter]
+        }
         for _ in 0..<hashFunctionCount {
-            var counter: UInt8 = 0
-            var i = index(keywordHash: keywordHash, bucketCount: bucketsPerTable, counter: 0)
+            var counter = 0
+            var i = indexAt(0)
             while out.contains(i), counter < 10 {
                 counter += 1
-                i = index(keywordHash: keywordHash, bucketCount: bucketsPerTable, counter: counter)
+                i = indexAt(counter)
             }
             out.append(i)
         }
