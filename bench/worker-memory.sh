@@ -109,6 +109,7 @@ for cache in cold warm; do
   echo "restart with a $cache page cache: every shard serving again after $(since "$t") s (worker RSS $(rss_split "$worker"))"
 done
 echo "scan files refused on restart: $(grep -c "scan cache refused" "$run/w1.log" || true)"
+echo "times the coordinator declared the worker lost other than at the kills: $(grep -c "no heartbeat" "$run/coordinator.log" || true) heartbeat timeouts in all (the two kills account for at most 2)"
 echo "phones after the restarts:"
 phones restarted
 echo "worker RSS after the phones: $(rss_split "$worker")"

@@ -180,6 +180,9 @@ extension ClusterWorker {
             let parameters = try ProtoPirParameters(serializedBytes: [UInt8](assign.parameters))
             let native = try parameters.native()
             let context = try Context(parameters: native.encryption)
+            await loads.acquire()
+            defer { loads.release() }
+            guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded while waiting
             let (server, placed) = try await ComputePool.detached { [self] in
                 defer { MulPirServer.releaseFreeMemory() }  // the rebuilt evaluation form was transient
                 return try placeWithinBudget(key, sha: sha, server: try buildServer(key, sha: sha, parameters: native, context: context, compact: bytes))

@@ -46,6 +46,8 @@ public final class ClusterWorker: Sendable {
         /// Whether each shard's evaluation form is cached on disk as a scan file, so a restart maps it instead of
         /// rebuilding it (a shard over the memory budget needs it).
         public var scanCache = true
+        /// Shard loads run at once (default: one per core).
+        public var concurrentLoads: Int?
 
         /// Settings for a worker.
         public init(coordinator: String, dataDirectory: String, workerID: String) {
@@ -103,6 +105,7 @@ public final class ClusterWorker: Sendable {
     let keys: RemoteKeyStore
     let logger: Logger
     let files: ShardFiles
+    let loads: LoadGate
     /// Random per start: tells the coordinator this is a new process.
     let incarnation = UInt64.random(in: 1...UInt64.max)
     private let loop = Mutex<SocketLoop?>(nil)
@@ -113,6 +116,7 @@ public final class ClusterWorker: Sendable {
         self.options = options
         self.logger = logger
         self.files = ShardFiles(directory: options.dataDirectory)
+        self.loads = LoadGate(limit: options.concurrentLoads ?? MulPirServer.coreCount)
         let keys = RemoteKeyStore { _, _, _ in }
         self.keys = keys
         self.executor = LocalShardExecutor(keyStore: keys, cache: EvaluationKeyCache(capacity: options.keyCacheBytes),
