@@ -84,6 +84,7 @@ else
   echo "no memory cgroup (not root?): the worker runs with its memory budget only"
 fi
 t=$(now)
+echo "start: $(date -u +%H:%M:%S)"
 "$CV" coordinator --config "$run/cluster.yaml" --log-level warning 2>>"$run/coordinator.log" &
 coordinator=$!
 pids+=("$coordinator")
@@ -109,7 +110,8 @@ for cache in cold warm; do
   echo "restart with a $cache page cache: every shard serving again after $(since "$t") s (worker RSS $(rss_split "$worker"))"
 done
 echo "scan files refused on restart: $(grep -c "scan cache refused" "$run/w1.log" || true)"
-echo "times the coordinator declared the worker lost other than at the kills: $(grep -c "no heartbeat" "$run/coordinator.log" || true) heartbeat timeouts in all (the two kills account for at most 2)"
+echo "coordinator heartbeat timeouts (a restarted worker is re-admitted by its new hello, not timed out): $(grep -c "no heartbeat" "$run/coordinator.log" || true)"
+grep -h "no heartbeat\|heartbeat late" "$run/coordinator.log" "$run/w1.log" | sort | cut -c1-160 || true
 echo "phones after the restarts:"
 phones restarted
 echo "worker RSS after the phones: $(rss_split "$worker")"

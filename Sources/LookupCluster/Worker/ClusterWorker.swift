@@ -145,10 +145,17 @@ public final class ClusterWorker: Sendable {
         }
         sendHello()
         let task = Task { [weak self] in
+            var last = ContinuousClock.now
             while !Task.isCancelled {
                 do { try await Task.sleep(for: .milliseconds(500)) } catch { return }
+                // A heartbeat this late risks the coordinator's timeout (3 s by default): say so, it is the clue.
+                let gap = ContinuousClock.now - last
+                if gap > .milliseconds(1500) {
+                    self?.logger.warning("heartbeat late", metadata: ["seconds": "\(gap.components.seconds)"])
+                }
                 self?.sendHello()
                 self?.resumeStalledTransfers()
+                last = ContinuousClock.now
             }
         }
         heartbeat.withLock { $0 = task }
