@@ -104,17 +104,25 @@ extension ClusterWorker {
             return transfer
         }
         guard let transfer = claimed else { return }
-        // Decompress, verify, append with fsync (and at the end read the whole file back) outside the state lock and
-        // off the concurrency pool: with the disk busy these take seconds, and the heartbeat must not wait for them.
+        // Decompress, verify, append with fsync (and at the end read the whole file back) outside the state lock, on
+        // the worker's one transfer-I/O thread: with the disk busy these take seconds, and neither the heartbeat nor
+        // the threads that wake sleeping tasks may wait for them.
         enum Written: Sendable { case more(Int), complete([UInt8]), badChunk(String), badShard(String) }
-        let written = (try? await ComputePool.detached { () -> Written in
-            do {
-                guard try transfer.sink.accept(chunk) else { return .more(transfer.sink.offset) }
-            } catch {
-                return .badChunk("\(error)")
+        let written = await withCheckedContinuation { (continuation: CheckedContinuation<Written, Never>) in
+            transferIO.async {
+                let result: Written
+                do {
+                    if try transfer.sink.accept(chunk) {
+                        do { result = .complete(try transfer.sink.finish()) } catch { result = .badShard("\(error)") }
+                    } else {
+                        result = .more(transfer.sink.offset)
+                    }
+                } catch {
+                    result = .badChunk("\(error)")
+                }
+                continuation.resume(returning: result)
             }
-            do { return .complete(try transfer.sink.finish()) } catch { return .badShard("\(error)") }
-        }) ?? .badChunk("the chunk could not be written")
+        }
         enum Step { case next(Int), done(Callveil_Cluster_V1_AssignShard, [UInt8]), retry(Int), restart(String), fail(String), ignore }
         let step: Step = state.withLock { s in
             transfer.busy = false
