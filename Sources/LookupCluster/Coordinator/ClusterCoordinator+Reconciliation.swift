@@ -16,7 +16,7 @@ extension ClusterCoordinator {
         let shardCount = useCase.shards.count
         let logger = self.logger
         // One shard's evaluation form at a time: only the compact forms are kept.
-        let built = try await Task.detached {
+        let built = try await ComputePool.detached {
             try zip(useCase.shards, version.configuration.shards).map { source, parameters in
                 let index = source.index
                 let database = try source.load()
@@ -33,7 +33,7 @@ extension ClusterCoordinator {
                                      shardCount: shardCount)
                 return (spec, source)
             }
-        }.value
+        }
         let changed = state.withLock { s -> Int in
             var changed = 0
             for (spec, source) in built where s.desired.shards[spec.key] != spec {

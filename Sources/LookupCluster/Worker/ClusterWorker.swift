@@ -109,7 +109,7 @@ public final class ClusterWorker: Sendable {
     /// One thread for every transfer's chunk writes (each fsynced): run on Dispatch's global queue, dozens of
     /// transfers blocked in fsync at once took the threads that also wake sleeping tasks, and the heartbeat ran
     /// seconds late.
-    let transferIO = DispatchQueue(label: "callveil-worker-transfer-io")
+    let transferIO = DispatchQueue(label: "callveil-worker-transfer-io", qos: .utility)
     /// Random per start: tells the coordinator this is a new process.
     let incarnation = UInt64.random(in: 1...UInt64.max)
     private let loop = Mutex<SocketLoop?>(nil)

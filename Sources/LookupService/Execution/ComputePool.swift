@@ -194,10 +194,12 @@ public final class ComputePool: Sendable {
 
 extension ComputePool {
     /// Runs `work` on a Dispatch thread outside the admission queues (installing a shard at reload must not be
-    /// refused because lookups saturate the pool, nor block a thread of the concurrency pool).
+    /// refused because lookups saturate the pool, nor block a thread of the concurrency pool). The threads are the
+    /// utility-QoS pool's: seconds of work on the default pool's few threads (one per core) delayed the timers that
+    /// wake sleeping tasks, and a worker's heartbeat ran 3 s late while it rebuilt shards.
     public static func detached<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+            DispatchQueue.global(qos: .utility).async { continuation.resume(with: Result { try work() }) }
         }
     }
 }
