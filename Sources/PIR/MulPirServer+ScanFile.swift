@@ -26,9 +26,6 @@ extension MulPirServer {
     /// A server whose database is mapped from the scan file at `path`, which must carry `tag` and match
     /// `parameters` (tables, slots, `d0`) and the context's moduli and degree; its SHA-256 is checked.
     public init(context: Context, parameters: MulPirParameters, scanFile path: String, tag: [UInt8], threads: Int? = nil) throws {
-        guard parameters.encryption == context.parameters else {
-            throw PIRError.invalidParameters("database and context have different encryption parameters")
-        }
         let ctx = context.ciphertextContext
         guard DatabaseMatrix.supports(ctx.moduli, degree: context.degree) else {
             throw PIRError.invalidParameters("only 32-bit databases have a scan file")
@@ -39,19 +36,19 @@ extension MulPirServer {
         guard matrices.count == 1 || matrices.count >= parameters.batchSize else {
             throw PIRError.malformedDatabase("scan file \(path): \(matrices.count) tables for batch size \(parameters.batchSize)")
         }
-        self.init(context: context, parameters: parameters, threads: threads, tables: matrices.map { .narrow($0) })
+        try self.init(context: context, parameters: parameters, threads: threads, tables: matrices.map { .narrow($0) })
     }
 
     /// The same server with any mapped database copied into this process's memory (huge pages when available),
     /// for shards that fit the memory budget: the scan then never waits on the page cache.
-    public func residentCopy() -> MulPirServer {
+    public func residentCopy() throws -> MulPirServer {
         guard mappedBytes > 0 else { return self }
         let copied = tables.map { storage -> Storage in
             guard case .narrow(let m) = storage, m.words.isMapped else { return storage }
             return .narrow(DatabaseMatrix(words: m.words.copiedToMemory(), present: m.present, slots: m.slots, rows: m.rows,
                                           degree: m.degree, columnHeight: m.columnHeight))
         }
-        var server = MulPirServer(context: context, parameters: parameters, threads: threads, tables: copied)
+        var server = try MulPirServer(context: context, parameters: parameters, threads: threads, tables: copied)
         server.fusedPipeline = fusedPipeline
         return server
     }

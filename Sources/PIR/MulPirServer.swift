@@ -35,20 +35,13 @@ public struct MulPirServer: Sendable {
 
     /// A server for one shard; `threads` defaults to every core. The first server tunes the process allocator.
     public init(context: Context, database: ProcessedDatabase, threads: Int? = nil) throws {
-        _ = Self.allocatorTuned
-        guard database.parameters.encryption == context.parameters else {
-            throw PIRError.invalidParameters("database and context have different encryption parameters")
-        }
-        self.context = context
-        self.parameters = database.parameters
-        self.threads = max(1, threads ?? Self.coreCount)
         let ctx = context.ciphertextContext
         let narrow = DatabaseMatrix.supports(ctx.moduli, degree: context.degree)
         let height = database.parameters.dimensions[0]
-        self.tables = database.tables.map { table in
+        try self.init(context: context, parameters: database.parameters, threads: threads, tables: database.tables.map { table in
             narrow ? .narrow(DatabaseMatrix(plaintexts: table, rows: ctx.rowCount, degree: context.degree,
                                             columnHeight: height)) : .wide(table)
-        }
+        })
     }
 
     /// Returns the allocator's free memory to the kernel. Call after building a shard: its evaluation form was
@@ -57,9 +50,13 @@ public struct MulPirServer: Sendable {
         _ = cv_release_free_memory()
     }
 
-    /// A server over storage that already exists (mapped or copied from a scan file).
-    init(context: Context, parameters: MulPirParameters, threads: Int?, tables: [Storage]) {
+    /// A server over storage built (or mapped, or copied from a scan file) for `parameters`; the first server tunes
+    /// the process allocator.
+    init(context: Context, parameters: MulPirParameters, threads: Int?, tables: [Storage]) throws {
         _ = Self.allocatorTuned
+        guard parameters.encryption == context.parameters else {
+            throw PIRError.invalidParameters("database and context have different encryption parameters")
+        }
         self.context = context
         self.parameters = parameters
         self.threads = max(1, threads ?? Self.coreCount)

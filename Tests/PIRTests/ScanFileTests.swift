@@ -39,7 +39,7 @@ struct ScanFileTests {
         try memory.writeScanFile(path: path, tag: tag)
         let mapped = try MulPirServer(context: context, parameters: shard.parameters, scanFile: path, tag: tag, threads: 2)
         #expect(mapped.mappedBytes == memory.databaseBytes && mapped.mappedBytes > 0)
-        let resident = mapped.residentCopy()
+        let resident = try mapped.residentCopy()
         #expect(resident.mappedBytes == 0)
         let sk = SecretKey(context: context)
         let key = try EvaluationKey(config: shard.evaluationKeyConfig, secretKey: sk)

@@ -61,7 +61,7 @@ extension ClusterWorker {
             s.reserved[key] = bytes
             return true
         }
-        if fits { return (server.residentCopy(), .resident(bytes)) }
+        if fits { return (try server.residentCopy(), .resident(bytes)) }
         if server.mappedBytes == bytes { return (server, .mapped(bytes)) }
         let scanPath = files.scanPath(key, sha256: sha)
         guard server.supportsScanFile, FileManager.default.fileExists(atPath: scanPath) else {
