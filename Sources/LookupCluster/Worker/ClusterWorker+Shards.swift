@@ -42,8 +42,8 @@ extension ClusterWorker {
             await load(key, sha: sha, assign: assign, bytes: nil)
             return
         }
-        if let bytes = FileManager.default.contents(atPath: path), CompactShard.sha256([UInt8](bytes)) == sha {
-            await load(key, sha: sha, assign: assign, bytes: [UInt8](bytes))
+        if let bytes = try? readCompact(key, sha: sha) {
+            await load(key, sha: sha, assign: assign, bytes: bytes)
             return
         }
         do {
@@ -234,11 +234,7 @@ extension ClusterWorker {
             executor.dropShard(useCase: key.useCase, configID: key.configID, index: key.shard)
             settlePlacement(key, nil)
         }
-        if keep == nil { files.removeFiles(of: key) } else if !sha.isEmpty {
-            for path in [files.path(key, sha256: sha), files.path(key, sha256: sha) + ".partial", files.scanPath(key, sha256: sha)] {
-                try? FileManager.default.removeItem(atPath: path)
-            }
-        }
+        if keep == nil { files.removeFiles(of: key) } else if !sha.isEmpty { files.removeFiles(of: key, content: sha) }
         sendHello()
     }
 

@@ -12,22 +12,35 @@ struct ShardFiles: Sendable {
         return "\(directory)/\(String(safe))/\(key.configID.hexString)"
     }
 
+    /// The file names of one content of a shard: the compact file, its `.partial` while it arrives, and its
+    /// scan file.
+    func names(_ key: ShardKey, sha256: [UInt8]) -> (compact: String, partial: String, scan: String) {
+        let stem = "shard-\(key.shard)-\(sha256.prefix(16).hexString)"
+        return ("\(stem).compact", "\(stem).compact.partial", "\(stem).scan")
+    }
+
     func path(_ key: ShardKey, sha256: [UInt8]) -> String {
-        "\(folder(key))/shard-\(key.shard)-\(sha256.prefix(16).hexString).compact"
+        "\(folder(key))/\(names(key, sha256: sha256).compact)"
     }
 
     /// The scan-file cache of that content: the evaluation form derived once, mapped on later loads.
     func scanPath(_ key: ShardKey, sha256: [UInt8]) -> String {
-        "\(folder(key))/shard-\(key.shard)-\(sha256.prefix(16).hexString).scan"
+        "\(folder(key))/\(names(key, sha256: sha256).scan)"
     }
 
-    /// Deletes the files of shard `key` (complete and partial) except those of `keeping`.
+    /// Deletes the files of one content of shard `key` (complete, partial and scan file).
+    func removeFiles(of key: ShardKey, content sha256: [UInt8]) {
+        let (compact, partial, scan) = names(key, sha256: sha256)
+        for name in [compact, partial, scan] { try? FileManager.default.removeItem(atPath: "\(folder(key))/\(name)") }
+    }
+
+    /// Deletes the files of shard `key` (complete, partial and scan files) except those of `keeping`.
     func removeFiles(of key: ShardKey, keeping: [UInt8]? = nil) {
         let folder = self.folder(key)
         let prefix = "shard-\(key.shard)-"
-        let kept: [String] = keeping.map { sha in
-            let compact = URL(fileURLWithPath: path(key, sha256: sha)).lastPathComponent
-            return [compact, compact + ".partial", URL(fileURLWithPath: scanPath(key, sha256: sha)).lastPathComponent]
+        let kept = keeping.map { sha -> [String] in
+            let (compact, partial, scan) = names(key, sha256: sha)
+            return [compact, partial, scan]
         } ?? []
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(prefix) {
             if kept.contains(name) { continue }
