@@ -135,16 +135,23 @@ public enum IdentityDataset {
         }
         var records: [IdentityRecord] = []
         var problems: [DatasetProblem] = []
-        for raw in input.identities.keys.sorted() {
-            guard let value = input.identities[raw] else { continue }
-            guard let number = normalize(raw) else {
-                problems.append(DatasetProblem(line: nil, "\"\(raw)\" is not an E.164 number"))
-                continue
+        for result in Self.records(of: input, line: nil) {
+            switch result {
+            case .success(let record): records.append(record)
+            case .failure(let problem): problems.append(problem)
             }
-            records.append(IdentityRecord(number: number, name: value.name, category: value.category, block: value.block,
-                                          cacheExpiryMinutes: value.cacheExpiryMinutes))
         }
         return (records, problems)
+    }
+
+    /// The records of parsed `InputIdentities` in number order, or for each entry whose number is not E.164 a
+    /// problem (on `line` when the entry's line is known).
+    static func records(of input: InputIdentities, line: Int?) -> [Result<IdentityRecord, DatasetProblem>] {
+        input.identities.sorted { $0.key < $1.key }.map { raw, value in
+            guard let number = normalize(raw) else { return .failure(DatasetProblem(line: line, "\"\(raw)\" is not an E.164 number")) }
+            return .success(IdentityRecord(number: number, name: value.name, category: value.category, block: value.block,
+                                           cacheExpiryMinutes: value.cacheExpiryMinutes))
+        }
     }
 
     /// Attaches `<directory>/<number>.heic` icons; icons over `maxIconBytes` are reported and not attached.

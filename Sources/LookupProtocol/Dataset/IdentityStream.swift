@@ -37,13 +37,11 @@ public enum IdentityStream {
                     } catch {
                         return sink.problem(DatasetProblem(line: first, "not a text-format InputIdentities entry: \(error)"))
                     }
-                    for (raw, value) in entry.identities.sorted(by: { $0.key < $1.key }) {
-                        guard let number = IdentityDataset.normalize(raw) else {
-                            sink.problem(DatasetProblem(line: first, "\"\(raw)\" is not an E.164 number"))
-                            continue
+                    for result in IdentityDataset.records(of: entry, line: first) {
+                        switch result {
+                        case .success(let record): try sink.add(record, line: first)
+                        case .failure(let problem): sink.problem(problem)
                         }
-                        try sink.add(IdentityRecord(number: number, name: value.name, category: value.category, block: value.block,
-                                                    cacheExpiryMinutes: value.cacheExpiryMinutes), line: first)
                     }
                 }
                 if let problem { sink.problem(problem) }
