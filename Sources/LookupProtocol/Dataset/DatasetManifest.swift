@@ -193,6 +193,15 @@ extension DatasetManifest {
         try expect(digest, matches: file, path: path)
     }
 
+    /// Checks only that one file is there with its recorded size (cheap; its SHA-256 is checked when it is read).
+    public static func checkSize(_ file: File, directory: String) throws {
+        let path = "\(directory)/\(file.path)"
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
+        guard size == file.bytes else {
+            throw DatasetError.badManifest("\(path) has \(size.map(String.init) ?? "no") bytes; the manifest records \(file.bytes)")
+        }
+    }
+
     /// Reads one file whole and checks its size and SHA-256 on the bytes read, so a file that is checked and
     /// then used is read once.
     public static func contents(of file: File, directory: String) throws -> [UInt8] {

@@ -54,13 +54,7 @@ public enum UseCaseLoader {
                 let text = String(decoding: try DatasetManifest.contents(of: shard.parameters, directory: directory), as: UTF8.self)
                 return try ProtoPirParameters(textFormatString: text)
             }
-            for shard in manifest.shards {
-                let file = "\(directory)/\(shard.shard.path)"
-                let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.intValue
-                guard size == shard.shard.bytes else {
-                    throw ConfigError("\(shard.shard.path) has \(size.map(String.init) ?? "no") bytes, the manifest records \(shard.shard.bytes)")
-                }
-            }
+            for shard in manifest.shards { try DatasetManifest.checkSize(shard.shard, directory: directory) }
         } catch {
             throw ConfigError("\(name): cannot load \(path): \(error)")
         }
