@@ -161,7 +161,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "ConformanceSupport",
-            dependencies: ["PIR"],
+            dependencies: ["PIR", "LookupProtocol"],
             path: "Tests/ConformanceSupport",
             swiftSettings: strict),
         .testTarget(

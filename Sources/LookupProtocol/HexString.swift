@@ -13,3 +13,26 @@ extension Sequence where Element == UInt8 {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+extension Array where Element == UInt8 {
+    /// The bytes of hex text (an even number of digits, either case); nil if it is not hex.
+    public init?<Digits: Collection>(hex digits: Digits) where Digits.Element == UInt8 {
+        guard digits.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: return c - 48
+            case 97...102: return c - 87
+            case 65...70: return c - 55
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var iterator = digits.makeIterator()
+        while let first = iterator.next(), let second = iterator.next() {
+            guard let high = nibble(first), let low = nibble(second) else { return nil }
+            out.append(high << 4 | low)
+        }
+        self = out
+    }
+}

@@ -60,34 +60,12 @@ public enum KeywordDatabaseFile {
             return .problem("expected `keyword,value`")
         }
         let rest = UnsafeBufferPointer(rebasing: bytes[(comma + 1)...])
-        guard let value = decodeHex(rest) ?? decodeBase64(rest) else { return .problem("value is neither hex nor base64") }
+        guard let value = [UInt8](hex: rest) ?? decodeBase64(rest) else { return .problem("value is neither hex nor base64") }
         return .row(keyword: Array(bytes[0..<comma]), value: value)
-    }
-
-    static func decodeHex(_ chars: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        guard chars.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 2)
-        var i = 0
-        while i < chars.count {
-            guard let high = nibble(chars[i]), let low = nibble(chars[i + 1]) else { return nil }
-            out.append(high << 4 | low)
-            i += 2
-        }
-        return out
     }
 
     static func decodeBase64(_ chars: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         Data(base64Encoded: Data(chars)).map { [UInt8]($0) }
-    }
-
-    static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 48...57: return c - 48
-        case 97...102: return c - 87
-        case 65...70: return c - 55
-        default: return nil
-        }
     }
 }
 

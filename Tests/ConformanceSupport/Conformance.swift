@@ -1,4 +1,5 @@
 import Foundation
+import LookupProtocol
 
 /// Locates and loads the reference implementation's conformance vectors, which tests read in place from
 /// `$CALLVEIL_CONFORMANCE` or `../shared/conformance` (never copied into the repository).
@@ -124,25 +125,7 @@ public struct Vector: @unchecked Sendable {
 
 /// Decodes a hex string; nil if it is not hex.
 public func hexDecode(_ s: String) -> [UInt8]? {
-    let chars = Array(s.utf8)
-    guard chars.count % 2 == 0 else { return nil }
-    var out = [UInt8]()
-    out.reserveCapacity(chars.count / 2)
-    func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 48...57: return c - 48
-        case 97...102: return c - 87
-        case 65...70: return c - 55
-        default: return nil
-        }
-    }
-    var i = 0
-    while i < chars.count {
-        guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
-        out.append(hi << 4 | lo)
-        i += 2
-    }
-    return out
+    [UInt8](hex: s.utf8)
 }
 
 extension Conformance {

@@ -49,7 +49,7 @@ public struct DatasetDelta: Sendable {
             switch op {
             case "add", "change":
                 guard fields.count == 3, let value = Optional(UnsafeBufferPointer(rebasing: fields[2])).flatMap({
-                    KeywordDatabaseFile.decodeHex($0) ?? KeywordDatabaseFile.decodeBase64($0)
+                    [UInt8](hex: $0) ?? KeywordDatabaseFile.decodeBase64($0)
                 }) else { return problem("\(op) needs a value in hex or base64") }
                 guard value.count <= HashBucket.maxValueLength else { return problem("value of \(value.count) bytes exceeds 65535") }
                 operation = op == "add" ? .add(value) : .change(value)
