@@ -9,17 +9,22 @@ public struct CuckooTable: Sendable {
     /// The config used.
     public let config: CuckooTableConfig
     /// Buckets per sub-table (`num_entries`).
-    public private(set) var bucketsPerTable: Int
+    public internal(set) var bucketsPerTable: Int
     /// All buckets, sub-table by sub-table.
-    public private(set) var buckets: [HashBucket]
+    public internal(set) var buckets: [HashBucket]
     /// Serialized size of each bucket, kept in step with `buckets`.
-    private var sizes: [Int]
+    var sizes: [Int]
     /// How often the table grew.
     public private(set) var expansions = 0
-    private var rng: SplitMix64
+    var rng: SplitMix64
+    /// Buckets whose contents an insertion changed, when the caller tracks them (see `update`).
+    var touched: Set<Int>?
+
+    /// The seed of the eviction choices when none is given.
+    public static let defaultSeed: UInt64 = 0x43_61_6C_6C_56_65_69_6C
 
     /// Builds a table for `(keywordHash, value)` pairs; `seed` makes evictions reproducible.
-    public init(config: CuckooTableConfig, entries: [HashBucket.Entry], seed: UInt64 = 0x43_61_6C_6C_56_65_69_6C) throws {
+    public init(config: CuckooTableConfig, entries: [HashBucket.Entry], seed: UInt64 = defaultSeed) throws {
         self.config = config
         let h = config.hashFunctionCount
         for e in entries where e.serializedSize + 1 > config.maxSerializedBucketSize || e.value.count > HashBucket.maxValueLength {
@@ -88,7 +93,7 @@ public struct CuckooTable: Sendable {
 
     /// Inserts one pair with evictions; false when the table must grow (the table then holds every pair it
     /// held before plus possibly the new one, and the caller rebuilds from the full list).
-    private mutating func insert(_ entry: HashBucket.Entry) throws -> Bool {
+    mutating func insert(_ entry: HashBucket.Entry) throws -> Bool {
         var pending = entry
         var evictionsLeft = config.maxEvictionCount
         let budget = config.maxSerializedBucketSize
@@ -102,6 +107,7 @@ public struct CuckooTable: Sendable {
             }) {
                 buckets[free].entries.append(pending)
                 sizes[free] += pending.serializedSize
+                touched?.insert(free)
                 return true
             }
             var choices: [(bucket: Int, slot: Int)] = []
@@ -116,6 +122,7 @@ public struct CuckooTable: Sendable {
             let evicted = buckets[pick.bucket].entries[pick.slot]
             buckets[pick.bucket].entries[pick.slot] = pending
             sizes[pick.bucket] += pending.serializedSize - evicted.serializedSize
+            touched?.insert(pick.bucket)
             pending = evicted
             evictionsLeft -= 1
         }

@@ -57,34 +57,57 @@ public enum ShardFile {
         public let tables: [[EvalPlaintext?]]
     }
 
+    /// Where a shard file's parts are, from its header, checked against `context` and the file's size.
+    struct Layout {
+        let blobCount: Int
+        let tableCount: Int
+        let slots: Int
+        let presenceStart: Int
+        let matrixOffset: Int
+        let slotBytes: Int
+
+        init(_ bytes: [UInt8], context: Context) throws {
+            guard bytes.count >= ShardFile.fixedHeader, Array(bytes[0..<8]) == ShardFile.magic else {
+                throw PIRError.malformedDatabase("not a CallVeil shard file")
+            }
+            func u32(_ offset: Int) -> Int {
+                Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+            }
+            guard u32(8) == Int(ShardFile.version), u32(12) == ShardFile.fixedHeader else {
+                throw PIRError.malformedDatabase("unsupported shard file version")
+            }
+            let (blobCount, tableCount, slots, rows, n) = (u32(16), u32(20), u32(24), u32(28), u32(32))
+            let ctx = context.ciphertextContext
+            guard rows == ctx.rowCount, n == context.degree else {
+                throw PIRError.malformedDatabase("shard has \(rows) rows of \(n) coefficients; the parameters need \(ctx.rowCount) of \(context.degree)")
+            }
+            guard tableCount >= 1, tableCount <= 64, slots >= 1, blobCount <= 1 << 20 else {
+                throw PIRError.malformedDatabase("implausible shard dimensions")
+            }
+            self.blobCount = blobCount
+            self.tableCount = tableCount
+            self.slots = slots
+            presenceStart = ShardFile.fixedHeader + blobCount
+            matrixOffset = ShardFile.pageAligned(presenceStart + tableCount * slots)
+            slotBytes = rows * n * 4
+            let (total, overflow) = matrixOffset.addingReportingOverflow(tableCount * slots * slotBytes)
+            guard !overflow, bytes.count == total else {
+                throw PIRError.malformedDatabase("shard file has \(bytes.count) bytes, expected \(total)")
+            }
+        }
+    }
+
     /// Parses and verifies a shard file: magic, version, sizes against `context`, and the SHA-256.
     public static func deserialize(_ bytes: [UInt8], context: Context) throws -> Contents {
-        guard bytes.count >= fixedHeader, Array(bytes[0..<8]) == magic else {
-            throw PIRError.malformedDatabase("not a CallVeil shard file")
-        }
-        func u32(_ offset: Int) -> Int {
-            Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
-        }
-        guard u32(8) == Int(version), u32(12) == fixedHeader else { throw PIRError.malformedDatabase("unsupported shard file version") }
-        let (blobCount, tableCount, slots, rows, n) = (u32(16), u32(20), u32(24), u32(28), u32(32))
-        let ctx = context.ciphertextContext
-        guard rows == ctx.rowCount, n == context.degree else {
-            throw PIRError.malformedDatabase("shard has \(rows) rows of \(n) coefficients; the parameters need \(ctx.rowCount) of \(context.degree)")
-        }
-        guard tableCount >= 1, tableCount <= 64, slots >= 1, blobCount <= 1 << 20 else {
-            throw PIRError.malformedDatabase("implausible shard dimensions")
-        }
-        let presenceStart = fixedHeader + blobCount
-        let matrixOffset = pageAligned(presenceStart + tableCount * slots)
-        let slotBytes = rows * n * 4
-        let (total, overflow) = matrixOffset.addingReportingOverflow(tableCount * slots * slotBytes)
-        guard !overflow, bytes.count == total else {
-            throw PIRError.malformedDatabase("shard file has \(bytes.count) bytes, expected \(total)")
-        }
+        let layout = try Layout(bytes, context: context)
         let digest = Array(SHA256.hash(data: bytes[fixedHeader...]))
         guard digest == Array(bytes[(fixedHeader - 32)..<fixedHeader]) else {
             throw PIRError.malformedDatabase("shard file checksum mismatch")
         }
+        let (presenceStart, matrixOffset, slotBytes, slots) = (layout.presenceStart, layout.matrixOffset, layout.slotBytes, layout.slots)
+        let ctx = context.ciphertextContext
+        let rows = ctx.rowCount, n = context.degree
+        let tableCount = layout.tableCount
         let blob = Array(bytes[fixedHeader..<presenceStart])
         var tables: [[EvalPlaintext?]] = []
         for t in 0..<tableCount {

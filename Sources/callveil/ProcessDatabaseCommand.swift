@@ -21,7 +21,9 @@ struct ProcessDatabaseCommand: ParsableCommand {
         Updates: --previous MANIFEST with a new full --input rebuilds only shards whose rows changed; --previous
         MANIFEST with --delta FILE (lines `add,keyword,value`, `change,keyword,value`, `remove,keyword`) applies
         the change. Options not given are taken from the previous manifest. Use --fixed-bucket-count (and
-        --max-bucket-size) to keep the config id across updates.
+        --max-bucket-size) to keep the config id across updates. A changed shard is updated in place: only the
+        plaintexts of the cuckoo buckets the change touches are encoded again (--relayout lays changed shards out
+        as a build from nothing would, byte for byte, and encodes them whole).
         """)
 
     @Option(help: "Keyword database (.csv or .binpb).")
@@ -38,6 +40,9 @@ struct ProcessDatabaseCommand: ParsableCommand {
 
     @Option(help: "With --previous: a delta file instead of a full input.")
     var delta: String?
+
+    @Flag(help: "With --previous: lay changed shards out afresh instead of updating them in place.")
+    var relayout = false
 
     @Option(help: "Use case name recorded in the manifest.")
     var useCase: String?
@@ -102,10 +107,11 @@ struct ProcessDatabaseCommand: ParsableCommand {
             throw ValidationError("a delta keeps the previous version's options; drop the processing options or give a full --input")
         }
         let bars = SharedProgress(labels: ["read": ("reading input", "B"), "build": ("building shards", "")])
-        let builder = DatasetBuilder(options: options, directory: output, stem: fileStem ?? previousVersion?.manifest.stem ?? "shard",
+        var builder = DatasetBuilder(options: options, directory: output, stem: fileStem ?? previousVersion?.manifest.stem ?? "shard",
                                      useCase: useCase, threads: threads ?? ProcessInfo.processInfo.activeProcessorCount) {
             bars.update(phase: $0, done: $1, total: $2)
         }
+        builder.relayout = relayout
         let report: DatasetBuilder.Report
         do {
             if let delta, let previousVersion {
@@ -123,7 +129,7 @@ struct ProcessDatabaseCommand: ParsableCommand {
             processed \(manifest.rows) rows into \(manifest.shards.count) shard(s) in \(String(format: "%.1f", seconds)) s \
             (read \(String(format: "%.1f", report.readSeconds)) s, build \(String(format: "%.1f", report.buildSeconds)) s, \
             \(Int(Double(manifest.rows) / max(seconds, 1e-9))) rows/s); rebuilt \(report.rebuilt.count), kept \
-            \(manifest.shards.count - report.rebuilt.count); wrote \(report.bytesWritten) bytes; config id \(manifest.configID.prefix(16))…; \
+            \(manifest.shards.count - report.rebuilt.count), plaintexts encoded \(report.plaintextsEncoded); wrote \(report.bytesWritten) bytes; config id \(manifest.configID.prefix(16))…; \
             manifest \(output)/\(DatasetManifest.fileName(stem: manifest.stem))
 
             """)

@@ -48,6 +48,30 @@ struct DatasetBuildTests {
         #expect(bytes("\(a)/shard.evaluation-key-config.txtpb") == bytes("\(b)/shard.evaluation-key-config.txtpb"))
     }
 
+    /// Every row the shard files of a version hold, read back from their plaintexts' buckets (a row found twice is
+    /// an issue).
+    static func rowsInShards(_ directory: String, _ manifest: DatasetManifest) throws -> [UInt64: [UInt8]] {
+        let context = try Context(parameters: try manifest.options.processingOptions().encryption)
+        var found: [UInt64: [UInt8]] = [:]
+        for shard in manifest.shards {
+            let parameters = try ProtoPirParameters(textFormatString: try String(contentsOfFile: "\(directory)/\(shard.parameters.path)",
+                                                                                 encoding: .utf8)).native()
+            let contents = try ShardFile.deserialize(Self.bytes("\(directory)/\(shard.shard.path)") ?? [], context: context)
+            let size = parameters.entrySize
+            for plaintext in contents.tables.joined() {
+                guard let plaintext else { continue }
+                let bytes = BytePacking.bytes(from: try context.plaintext(fromEval: plaintext).values,
+                                              bitsPerCoefficient: parameters.bitsPerCoefficient)
+                for bucket in 0..<(parameters.bytesPerPlaintext / size) {
+                    for entry in try HashBucket(deserialize: bytes[(bucket * size)..<((bucket + 1) * size)]).entries {
+                        #expect(found.updateValue(entry.value, forKey: entry.keywordHash) == nil, "a row appears twice")
+                    }
+                }
+            }
+        }
+        return found
+    }
+
     @Test("the streamed build and the in-memory path write byte-identical shards (CSV and .binpb input)")
     func streamedEqualsInMemory() throws {
         var rng = TestRandom()
@@ -68,7 +92,7 @@ struct DatasetBuildTests {
         try report.manifest.verify(directory: "\(root)/csv")
     }
 
-    @Test("a delta and a new full input each rewrite only the changed shards, byte-identical to a full rebuild")
+    @Test("a delta and a new full input update only the changed shards in place, byte-identical to each other and holding exactly the new rows; --relayout is byte-identical to a full rebuild")
     func incrementalEqualsFullRebuild() throws {
         var rng = TestRandom()
         var rows = Self.rows(3000, maxValue: 40, using: &rng)
@@ -80,20 +104,25 @@ struct DatasetBuildTests {
         try Self.writeCSV(rows, to: "\(root)/v1.csv")
         let v1 = try DatasetBuilder(options: options, directory: "\(root)/live", stem: "shard").build(input: "\(root)/v1.csv").manifest
         try FileManager.default.copyItem(atPath: "\(root)/live", toPath: "\(root)/v1")
+        try FileManager.default.copyItem(atPath: "\(root)/live", toPath: "\(root)/relaid")
 
-        // Six changes in at most a few shards; the rows edited the way the delta says.
+        // Changes in at most a few shards, one of them a value too large for its bucket's room; the rows edited
+        // the way the delta says.
         let fresh = Self.rows(3, maxValue: 40, using: &rng).filter { f in !rows.contains { $0.keyword == f.keyword } }
         var delta = "op,keyword,value\n"
         let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
         let removed = rows[17].keyword, changed = rows[2000].keyword, changedValue: [UInt8] = [9, 9, 9]
+        let grown = rows[1000].keyword, grownValue = [UInt8](repeating: 5, count: 200)
         delta += "remove,\(String(decoding: removed, as: UTF8.self))\n"
         delta += "change,\(String(decoding: changed, as: UTF8.self)),\(hex(changedValue))\n"
+        delta += "change,\(String(decoding: grown, as: UTF8.self)),\(hex(grownValue))\n"
         for row in fresh { delta += "add,\(String(decoding: row.keyword, as: UTF8.self)),\(hex(row.value))\n" }
         try delta.write(toFile: "\(root)/delta.csv", atomically: true, encoding: .utf8)
         rows[2000].value = changedValue
+        rows[1000].value = grownValue
         rows.remove(at: 17)
         rows += fresh
-        let touched = Set(([removed, changed] + fresh.map(\.keyword)).map {
+        let touched = Set(([removed, changed, grown] + fresh.map(\.keyword)).map {
             engine.sharding.shardIndex(keywordHash: KeywordHash.hash($0), shardCount: 8)
         })
         let untouched = (0..<8).filter { !touched.contains($0) }
@@ -103,20 +132,35 @@ struct DatasetBuildTests {
         let previous = try DatasetBuilder.Previous(manifestPath: "\(root)/live/shard.manifest.json")
         let report = try DatasetBuilder(options: options, directory: "\(root)/live", stem: "shard").apply(delta: "\(root)/delta.csv", to: previous)
         #expect(Set(report.rebuilt) == touched)
+        let slotsPerShard = 2 * 512 / 8  // two sub-tables of 512 buckets of 256 bytes, 8 buckets per 2,560-byte plaintext
+        #expect(report.plaintextsEncoded > 0 && report.plaintextsEncoded < touched.count * slotsPerShard / 4,
+                "\(report.plaintextsEncoded) plaintexts encoded for \(touched.count) changed shards")
         #expect(report.manifest.configID == v1.configID, "a fixed shard configuration keeps the config id")
         #expect(report.manifest.rows == rows.count)
         #expect(try untouched.map { try inode("\(root)/live/shard-\($0).cvshard") } == inodesBefore, "kept shards are not rewritten")
+        try report.manifest.verify(directory: "\(root)/live")
 
+        // The version holds exactly the edited rows, as a full rebuild of the edited input does.
         try Self.writeCSV(rows, to: "\(root)/v2.csv")
-        _ = try DatasetBuilder(options: options, directory: "\(root)/full", stem: "shard").build(input: "\(root)/v2.csv")
-        Self.expectSameShards("\(root)/live", "\(root)/full", shards: 8)
+        let full = try DatasetBuilder(options: options, directory: "\(root)/full", stem: "shard").build(input: "\(root)/v2.csv").manifest
+        let expected = Dictionary(uniqueKeysWithValues: rows.map { (KeywordHash.hash($0.keyword), $0.value) })
+        #expect(try Self.rowsInShards("\(root)/live", report.manifest) == expected)
+        #expect(try Self.rowsInShards("\(root)/full", full) == expected)
 
-        // The same update as a new full input against the first version, into another folder.
+        // The same update as a new full input against the first version, into another folder: the same bytes.
         let fromV1 = try DatasetBuilder.Previous(manifestPath: "\(root)/v1/shard.manifest.json")
         let again = try DatasetBuilder(options: options, directory: "\(root)/v2", stem: "shard").build(input: "\(root)/v2.csv", previous: fromV1)
         #expect(Set(again.rebuilt) == touched)
-        Self.expectSameShards("\(root)/v2", "\(root)/full", shards: 8)
+        Self.expectSameShards("\(root)/v2", "\(root)/live", shards: 8)
+        for i in 0..<8 { #expect(Self.bytes("\(root)/v2/shard-\(i).rows") == Self.bytes("\(root)/live/shard-\(i).rows")) }
         try again.manifest.verify(directory: "\(root)/v2")
+
+        // --relayout: byte-identical to the full rebuild.
+        var relayout = DatasetBuilder(options: options, directory: "\(root)/relaid", stem: "shard")
+        relayout.relayout = true
+        let relaid = try relayout.apply(delta: "\(root)/delta.csv", to: try DatasetBuilder.Previous(manifestPath: "\(root)/relaid/shard.manifest.json"))
+        #expect(Set(relaid.rebuilt) == touched && relaid.plaintextsEncoded == touched.count * slotsPerShard)
+        Self.expectSameShards("\(root)/relaid", "\(root)/full", shards: 8)
 
         let diff = ManifestDiff(from: v1, to: report.manifest)
         #expect(Set(diff.changed.map(\.index)) == touched && diff.unchanged == untouched.count && diff.sameConfigID)
@@ -143,32 +187,10 @@ struct DatasetBuildTests {
         let options = DatasetManifest.Options(preset: ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue, shardCount: 8)
         let manifest = try DatasetBuilder(options: options, directory: "\(root)/out", stem: "shard").build(input: "\(root)/in.csv").manifest
         #expect(manifest.rows == 1_000_000)
-        let context = try Context(parameters: try options.processingOptions().encryption)
-        var found = 0
-        for shard in manifest.shards {
-            let parameters = try ProtoPirParameters(textFormatString: try String(contentsOfFile: "\(root)/out/\(shard.parameters.path)", encoding: .utf8)).native()
-            let contents = try ShardFile.deserialize(Self.bytes("\(root)/out/\(shard.shard.path)") ?? [], context: context)
-            let size = parameters.entrySize
-            for plaintext in contents.tables.joined() {
-                guard let plaintext else { continue }
-                let bytes = BytePacking.bytes(from: try context.plaintext(fromEval: plaintext).values,
-                                              bitsPerCoefficient: parameters.bitsPerCoefficient)
-                for bucket in 0..<(parameters.bytesPerPlaintext / size) {
-                    var at = bucket * size
-                    let count = Int(bytes[at])
-                    at += 1
-                    for _ in 0..<count {
-                        var hash: UInt64 = 0
-                        for k in 0..<8 { hash |= UInt64(bytes[at + k]) << UInt64(8 * k) }
-                        let length = Int(bytes[at + 8]) | Int(bytes[at + 9]) << 8
-                        #expect(length == 1 && expected.removeValue(forKey: hash) == bytes[at + 10], "a row appears twice or changed")
-                        found += 1
-                        at += 10 + length
-                    }
-                }
-            }
-        }
-        #expect(found == 1_000_000 && expected.isEmpty, "\(expected.count) rows missing from the shard files")
+        let found = try Self.rowsInShards("\(root)/out", manifest)
+        #expect(found.count == 1_000_000)
+        let wrong = found.filter { expected.removeValue(forKey: $0.key).map { [$0] } != $0.value }
+        #expect(wrong.isEmpty && expected.isEmpty, "\(expected.count) rows missing, \(wrong.count) extra or changed in the shard files")
     }
 
     @Test("malformed rows are reported with their line numbers and a failed build leaves the previous version in place")

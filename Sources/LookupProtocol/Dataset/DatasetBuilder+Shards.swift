@@ -9,6 +9,8 @@ extension DatasetBuilder {
         let shard: DatasetManifest.Shard
         let parameters: ProtoPirParameters
         let rebuilt: Bool
+        /// Plaintext slots encoded (every slot for a full build, the changed ones for an in-place update).
+        let reencoded: Int
         let bytes: Int
     }
 
@@ -42,39 +44,42 @@ extension DatasetBuilder {
         let manifest = try commit(built, bucketBytes: bucketBytes, maxValueLength: maxValueLength, staging: staging,
                                   input: input, delta: delta, previous: previous, context: context)
         return Report(manifest: manifest, rebuilt: built.filter(\.rebuilt).map(\.shard.index),
+                      plaintextsEncoded: built.reduce(0) { $0 + $1.reencoded },
                       bytesWritten: built.reduce(0) { $0 + $1.bytes }, readSeconds: readSeconds, buildSeconds: buildSeconds)
     }
 
     /// Builds shard `index` into the staging folder, or keeps the previous version's when its rows are the same
-    /// (`previous` is only passed when the layout is unchanged).
+    /// (`previous` is only passed when the layout is unchanged). With a placed previous version and no
+    /// `relayout`, a changed shard is updated in place (`updateInPlace`) unless its table would have to grow.
     func buildShard(_ index: Int, source: RowSource, previous: Previous?, engine: ProcessingOptions, context: Context,
                     maxValueLength: Int, staging: String) throws -> Built {
         let rows: [ShardRow]
         switch source {
-        case .previous(let path, let file):
+        case .previous(let path, let file, let placed):
             if let previous { return try keep(previous.manifest.shards[index], from: previous, staging: staging) }
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            rows = try ShardRowFile.decode(try DatasetManifest.contents(of: file, directory: directory), path: path)
+            rows = try ShardRowFile.decode(try DatasetManifest.contents(of: file, directory: directory), path: path, placed: placed)
         case .spill(let path):
             rows = try ShardRowFile.read(path: path)
         }
-        let rowBytes = ShardRowFile.encode(rows, keepingLines: false)
-        let rowDigest = FileDigest.of(bytes: rowBytes)
-        if let previous, previous.manifest.shards[index].rowFile.sha256 == rowDigest.sha256 {
-            return try keep(previous.manifest.shards[index], from: previous, staging: staging)
-        }
-        var firstLine: [UInt64: UInt32] = [:]
-        firstLine.reserveCapacity(rows.count)
-        var entries: [HashBucket.Entry] = []
-        entries.reserveCapacity(rows.count)
-        var largest = 0
-        for row in rows {
-            if let first = firstLine.updateValue(row.line, forKey: row.hash) {
-                throw DatasetError.duplicateKeyword(line: Int(row.line), firstLine: Int(first))
+        if let previous {
+            let old = previous.manifest.shards[index]
+            let stored = try DatasetManifest.contents(of: old.rowFile, directory: previous.directory)
+            if previous.manifest.rowsArePlaced {
+                let before = try ShardRowFile.decodePlaced(stored, path: old.rowFile.path)
+                if before.rows.elementsEqual(rows, by: { $0.hash == $1.hash && $0.value == $1.value }) {
+                    return try keep(old, from: previous, staging: staging)
+                }
+                if !relayout, let built = try updateInPlace(index, rows: rows, before: before, previous: previous, engine: engine,
+                                                             context: context, staging: staging) {
+                    return built
+                }
+            } else if FileDigest.of(bytes: ShardRowFile.encode(rows, keepingLines: false)).sha256 == old.rowFile.sha256 {
+                return try keep(old, from: previous, staging: staging)
             }
-            largest = max(largest, row.value.count)
-            entries.append(HashBucket.Entry(keywordHash: row.hash, value: row.value))
         }
+        var largest = 0
+        let entries = try Self.entries(of: rows, largest: &largest)
         let shard: ProcessedShard
         do {
             shard = try KeywordDatabaseProcessor.process(shard: index, entries: entries, options: engine,
@@ -82,6 +87,7 @@ extension DatasetBuilder {
         } catch {
             throw DatasetError.processing("shard \(index): \(error)")
         }
+        let rowBytes = try ShardRowFile.encode(rows, placements: shard.table.placements())
         let keyConfig = EvaluationKeyConfigMessage(shard.evaluationKeyConfig, parameters: engine.encryption)
         let parameters = ProtoPirParameters(shard.parameters, sharding: engine.sharding, keyConfig: keyConfig)
         let shardBytes = try ShardFile.serialize(shard.database, parameterBlob: try parameters.deterministicBytes(), context: context)
@@ -90,33 +96,62 @@ extension DatasetBuilder {
         try Self.writeSynced(shardBytes, to: "\(staging)/\(names.shard)")
         try Self.writeSynced(parameterBytes, to: "\(staging)/\(names.parameters)")
         try Self.writeSynced(rowBytes, to: "\(staging)/\(names.rows)")
-        func file(_ name: String, _ digest: FileDigest) -> DatasetManifest.File { .init(path: name, bytes: digest.bytes, sha256: digest.sha256) }
         let entry = DatasetManifest.Shard(index: index, rows: rows.count, maxValueLength: largest,
                                           galoisElements: shard.evaluationKeyConfig.galoisElements.sorted(),
-                                          shard: file(names.shard, FileDigest.of(bytes: shardBytes)),
-                                          parameters: file(names.parameters, FileDigest.of(bytes: parameterBytes)),
-                                          rowFile: file(names.rows, rowDigest))
-        return Built(shard: entry, parameters: parameters, rebuilt: true, bytes: shardBytes.count + parameterBytes.count + rowBytes.count)
+                                          shard: Self.file(names.shard, FileDigest.of(bytes: shardBytes)),
+                                          parameters: Self.file(names.parameters, FileDigest.of(bytes: parameterBytes)),
+                                          rowFile: Self.file(names.rows, FileDigest.of(bytes: rowBytes)))
+        return Built(shard: entry, parameters: parameters, rebuilt: true, reencoded: shard.database.tables.reduce(0) { $0 + $1.count },
+                     bytes: shardBytes.count + parameterBytes.count + rowBytes.count)
+    }
+
+    /// The cuckoo entries of a shard's rows; a repeated keyword is an error naming both input lines.
+    static func entries(of rows: [ShardRow], largest: inout Int) throws -> [HashBucket.Entry] {
+        var firstLine: [UInt64: UInt32] = [:]
+        firstLine.reserveCapacity(rows.count)
+        var entries: [HashBucket.Entry] = []
+        entries.reserveCapacity(rows.count)
+        for row in rows {
+            if let first = firstLine.updateValue(row.line, forKey: row.hash) {
+                throw DatasetError.duplicateKeyword(line: Int(row.line), firstLine: Int(first))
+            }
+            largest = max(largest, row.value.count)
+            entries.append(HashBucket.Entry(keywordHash: row.hash, value: row.value))
+        }
+        return entries
+    }
+
+    /// A manifest file entry.
+    static func file(_ name: String, _ digest: FileDigest) -> DatasetManifest.File {
+        .init(path: name, bytes: digest.bytes, sha256: digest.sha256)
     }
 
     /// Keeps a previous shard: its entry stays; its files are linked (or copied) into staging when the new
     /// version goes to another folder.
     func keep(_ shard: DatasetManifest.Shard, from previous: Previous, staging: String) throws -> Built {
-        let parametersPath = "\(previous.directory)/\(shard.parameters.path)"
-        let parameters: ProtoPirParameters
+        let parameters = try previousParameters(shard, of: previous)
+        try carry([shard.shard, shard.parameters, shard.rowFile], from: previous, staging: staging)
+        return Built(shard: shard, parameters: parameters, rebuilt: false, reencoded: 0, bytes: 0)
+    }
+
+    /// A previous shard's `PirParameters`.
+    func previousParameters(_ shard: DatasetManifest.Shard, of previous: Previous) throws -> ProtoPirParameters {
+        let path = "\(previous.directory)/\(shard.parameters.path)"
         do {
-            parameters = try ProtoPirParameters(textFormatString: try String(contentsOfFile: parametersPath, encoding: .utf8))
+            return try ProtoPirParameters(textFormatString: try String(contentsOfFile: path, encoding: .utf8))
         } catch {
-            throw DatasetError.badManifest("cannot read \(parametersPath): \(error)")
+            throw DatasetError.badManifest("cannot read \(path): \(error)")
         }
-        if URL(fileURLWithPath: previous.directory).standardized.path != URL(fileURLWithPath: directory).standardized.path {
-            for file in [shard.shard, shard.parameters, shard.rowFile] {
-                let from = "\(previous.directory)/\(file.path)"
-                let to = "\(staging)/\(file.path)"
-                if link(from, to) != 0 { try FileManager.default.copyItem(atPath: from, toPath: to) }
-            }
+    }
+
+    /// Links (or copies) files of the previous version into staging when the new version goes to another folder.
+    func carry(_ files: [DatasetManifest.File], from previous: Previous, staging: String) throws {
+        guard URL(fileURLWithPath: previous.directory).standardized.path != URL(fileURLWithPath: directory).standardized.path else { return }
+        for file in files {
+            let from = "\(previous.directory)/\(file.path)"
+            let to = "\(staging)/\(file.path)"
+            if link(from, to) != 0 { try FileManager.default.copyItem(atPath: from, toPath: to) }
         }
-        return Built(shard: shard, parameters: parameters, rebuilt: false, bytes: 0)
     }
 
     /// File names of shard `index`.

@@ -16,7 +16,11 @@ import Foundation
 ///
 /// With a previous manifest, a shard whose rows and layout are unchanged is kept as it is (not rebuilt, not
 /// rewritten), so a data update with a fixed shard configuration keeps the config id and changes only the
-/// files (and content hashes) of the shards whose rows changed.
+/// files (and content hashes) of the shards whose rows changed. A changed shard is updated in place: its
+/// cuckoo table is restored from the previous row file's placements, the update moves only the buckets it
+/// touches, and only the plaintexts holding those buckets are encoded again and written over a copy of the
+/// previous shard file. The result depends only on the previous version and the new rows, so a delta and the
+/// equivalent full input give the same bytes; `relayout` lays shards out as a build from nothing would.
 public struct DatasetBuilder: Sendable {
     /// Processing options (from the command line, or the previous manifest's for a delta).
     public let options: DatasetManifest.Options
@@ -28,6 +32,9 @@ public struct DatasetBuilder: Sendable {
     public var useCase: String?
     /// Shards built at once.
     public var threads: Int
+    /// Lay changed shards out afresh instead of updating their cuckoo tables in place: the result is then
+    /// byte-identical to a build without a previous version, at the cost of encoding every plaintext again.
+    public var relayout = false
     /// Called with (phase, done, total) from any thread: phase `read` counts input bytes, `build` shards.
     public var progress: @Sendable (String, Int, Int) -> Void
 
@@ -37,6 +44,8 @@ public struct DatasetBuilder: Sendable {
         public let manifest: DatasetManifest
         /// Shards built (new content or new layout).
         public let rebuilt: [Int]
+        /// Plaintext slots encoded over all rebuilt shards (only the changed ones where a shard was updated in place).
+        public let plaintextsEncoded: Int
         /// Bytes of the files written for the rebuilt shards.
         public let bytesWritten: Int
         /// Seconds reading and spilling the input (or applying the delta).
@@ -61,8 +70,8 @@ public struct DatasetBuilder: Sendable {
     enum RowSource {
         /// A spill file of this build (with input lines).
         case spill(String)
-        /// The previous version's row file (lines zeroed), with its recorded digest.
-        case previous(String, DatasetManifest.File)
+        /// The previous version's row file, with its recorded digest and whether its rows are placed.
+        case previous(String, DatasetManifest.File, placed: Bool)
     }
 
     /// A version loaded from its manifest's folder.
@@ -125,12 +134,12 @@ public struct DatasetBuilder: Sendable {
         for shard in previous.manifest.shards {
             let oldRows = "\(previous.directory)/\(shard.rowFile.path)"
             guard let entries = perShard[shard.index] else {
-                sources.append(.previous(oldRows, shard.rowFile))
+                sources.append(.previous(oldRows, shard.rowFile, placed: previous.manifest.rowsArePlaced))
                 maxValue = max(maxValue, shard.maxValueLength)
                 continue
             }
             let stored = try DatasetManifest.contents(of: shard.rowFile, directory: previous.directory)
-            let rows = try DatasetDelta.apply(entries, to: try ShardRowFile.decode(stored, path: oldRows))
+            let rows = try DatasetDelta.apply(entries, to: try ShardRowFile.decode(stored, path: oldRows, placed: previous.manifest.rowsArePlaced))
             let spill = try SpillWriter(path: "\(staging)/spill-\(shard.index)")
             for row in rows { try spill.append(row) }
             try spill.close()

@@ -8,8 +8,14 @@ import Foundation
 /// updates start from it, and `callveil db diff` compares two of them. Written last and atomically, so a
 /// directory's manifest only ever names complete files.
 public struct DatasetManifest: Codable, Sendable, Equatable {
-    /// Current manifest format.
-    public static let currentFormat = 1
+    /// Current manifest format: 2 writes row files with each row's cuckoo placement (format 1, still read, has
+    /// bare rows, so an update from it lays changed shards out afresh).
+    public static let currentFormat = 2
+    /// Formats this version reads.
+    public static let readableFormats = 1...2
+
+    /// Whether the row files record where each row sits in its shard's cuckoo table (format 2).
+    public var rowsArePlaced: Bool { format >= 2 }
     /// Manifest file name for a stem: `<stem>.manifest.json`.
     public static func fileName(stem: String) -> String { "\(stem).manifest.json" }
 
@@ -124,7 +130,8 @@ public struct DatasetManifest: Codable, Sendable, Equatable {
         public var shard: File
         /// Its `PirParameters` (`.params.txtpb`).
         public var parameters: File
-        /// Its rows (`.rows`), the input of the next incremental update.
+        /// Its rows (`.rows`) in input order, with their cuckoo placements from format 2: the input of the next
+        /// incremental update.
         public var rowFile: File
     }
 
@@ -167,7 +174,9 @@ extension DatasetManifest {
         } catch {
             throw DatasetError.badManifest("\(path) is not a dataset manifest: \(error)")
         }
-        guard manifest.format == currentFormat else { throw DatasetError.badManifest("\(path) has format \(manifest.format), expected \(currentFormat)") }
+        guard readableFormats.contains(manifest.format) else {
+            throw DatasetError.badManifest("\(path) has format \(manifest.format), expected one of \(readableFormats)")
+        }
         guard manifest.shards.count == manifest.options.shardCount,
               manifest.shards.enumerated().allSatisfy({ $0.offset == $0.element.index }) else {
             throw DatasetError.badManifest("\(path) lists \(manifest.shards.count) shards for a shard count of \(manifest.options.shardCount)")
