@@ -86,16 +86,16 @@ import json, os, struct, sys
 rows = int(sys.argv[1])
 def compact(path):
     with open(path, "rb") as f:
-        head = f.read(68)
-        blob, tables, slots = struct.unpack_from("<III", head, 16)
-        f.seek(68 + blob)
+        head = f.read(72)
+        header, blob, tables, slots = struct.unpack_from("<IIII", head, 12)
+        f.seek(header + blob)
         presence = f.read(tables * slots)
     return 20 + tables * slots + presence.count(1) * 2560   # 4096 coefficients of 5 bits per present plaintext
 total = 0
 for name in ("block", "identity"):
     m = json.load(open(f"{name}/shard.manifest.json"))
-    size = sum(s["shard"]["bytes"] + s["parameters"]["bytes"] + s["rowFile"]["bytes"] for s in m["shards"])
-    rowbytes = sum(s["rowFile"]["bytes"] for s in m["shards"])
+    size = sum(s["shard"]["bytes"] + s["parameters"]["bytes"] + (s.get("rowFile") or {}).get("bytes", 0) for s in m["shards"])
+    rowbytes = sum((s.get("rowFile") or {}).get("bytes", 0) for s in m["shards"])
     comp = sum(compact(f"{name}/{s['shard']['path']}") for s in m["shards"])
     total += size
     print(f"{name}: {m['rows']} rows, {len(m['shards'])} shards, {size/2**30:.2f} GiB on disk ({size/m['rows']:.0f} B/row; row files {rowbytes/m['rows']:.0f} B/row), compact form {comp/2**30:.2f} GiB")

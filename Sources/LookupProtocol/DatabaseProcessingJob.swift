@@ -23,7 +23,6 @@ public struct DatabaseProcessingJob: Sendable {
 
     /// Runs the job; `progress` is called with (shards done, shard count).
     public func run(rows: [(keyword: [UInt8], value: [UInt8])], progress: (Int, Int) -> Void = { _, _ in }) throws {
-        let context = try Context(parameters: options.encryption)
         let directory = URL(fileURLWithPath: outputStem).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let entries = try KeywordDatabaseProcessor.shard(rows: rows, shardCount: options.shardCount, sharding: options.sharding)
@@ -31,14 +30,10 @@ public struct DatabaseProcessingJob: Sendable {
         progress(0, options.shardCount)
         var galois = Set<Int>()
         for (index, shardEntries) in entries.enumerated() {
-            let shard = try KeywordDatabaseProcessor.process(shard: index, entries: shardEntries, options: options,
-                                                             maxValueLength: maxValue, context: context)
-            let keyConfig = EvaluationKeyConfigMessage(shard.evaluationKeyConfig, parameters: options.encryption)
-            let parameters = ProtoPirParameters(shard.parameters, sharding: options.sharding, keyConfig: keyConfig)
-            let file = try ShardFile.serialize(shard.database, parameterBlob: try parameters.deterministicBytes(), context: context)
-            try Data(file).write(to: URL(fileURLWithPath: "\(outputStem)-\(index).cvshard"))
-            try Data(parameters.textFormatString().utf8).write(to: URL(fileURLWithPath: "\(outputStem)-\(index).params.txtpb"))
-            galois.formUnion(shard.evaluationKeyConfig.galoisElements)
+            let shard = try ShardOutput(entries: shardEntries, options: options, maxValueLength: maxValue)
+            try Data(shard.shardBytes).write(to: URL(fileURLWithPath: "\(outputStem)-\(index).cvshard"))
+            try Data(shard.parameterBytes).write(to: URL(fileURLWithPath: "\(outputStem)-\(index).params.txtpb"))
+            galois.formUnion(shard.keyConfig.galoisElements)
             progress(index + 1, options.shardCount)
         }
         let union = EvaluationKeyConfig(galoisElements: galois.sorted(), hasRelinearizationKey: true)

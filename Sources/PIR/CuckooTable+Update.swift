@@ -13,52 +13,34 @@ extension CuckooTable {
         }
     }
 
-    /// The table a previous build left, rebuilt exactly from each entry's placement, so that an update changes
-    /// only the buckets its rows touch. Every placement is checked: a candidate bucket of the entry's hash, the
-    /// slots of each bucket numbered `0..<count` once each, no repeated hash, every bucket within its budget.
-    public init(config: CuckooTableConfig, bucketsPerTable: Int, placed entries: [HashBucket.Entry], at placements: [Placement],
-                seed: UInt64 = defaultSeed) throws {
+    /// The table a previous build left, from its buckets, so that an update changes only the buckets its rows
+    /// touch. Every bucket is checked: each entry in one of its candidate buckets, no repeated hash, at most
+    /// `slotCount` entries and within the byte budget.
+    public init(config: CuckooTableConfig, bucketsPerTable: Int, buckets: [HashBucket], seed: UInt64 = defaultSeed) throws {
         let h = config.hashFunctionCount
-        guard bucketsPerTable >= 1, bucketsPerTable <= (1 << 30) / h else {
-            throw PIRError.invalidDatabase("\(bucketsPerTable) buckets per table")
+        guard bucketsPerTable >= 1, bucketsPerTable <= (1 << 30) / h, buckets.count == bucketsPerTable * h else {
+            throw PIRError.invalidDatabase("\(buckets.count) buckets for \(h) tables of \(bucketsPerTable)")
         }
-        guard entries.count == placements.count else { throw PIRError.invalidDatabase("\(entries.count) entries, \(placements.count) placements") }
         self.config = config
         self.bucketsPerTable = bucketsPerTable
         rng = SplitMix64(seed: seed)
-        var slots = Array(repeating: [HashBucket.Entry?](), count: bucketsPerTable * h)
-        var seen = Set<UInt64>(minimumCapacity: entries.count)
-        for (entry, place) in zip(entries, placements) {
-            guard slots.indices.contains(place.bucket), (0..<config.slotCount).contains(place.slot) else {
-                throw PIRError.invalidDatabase("placement \(place.bucket)/\(place.slot) outside the table")
-            }
-            let candidates = CuckooHashing.candidates(keywordHash: entry.keywordHash, bucketsPerTable: bucketsPerTable, hashFunctionCount: h)
-            guard candidates.enumerated().contains(where: { $0.offset * bucketsPerTable + $0.element == place.bucket }) else {
-                throw PIRError.invalidDatabase("keyword hash \(entry.keywordHash) placed in bucket \(place.bucket), not one of its candidates")
-            }
-            guard seen.insert(entry.keywordHash).inserted else { throw PIRError.invalidDatabase("duplicate keyword hash \(entry.keywordHash)") }
-            if slots[place.bucket].count <= place.slot {
-                slots[place.bucket].append(contentsOf: repeatElement(nil, count: place.slot + 1 - slots[place.bucket].count))
-            }
-            guard slots[place.bucket][place.slot] == nil else {
-                throw PIRError.invalidDatabase("two entries in bucket \(place.bucket) slot \(place.slot)")
-            }
-            slots[place.bucket][place.slot] = entry
-        }
-        buckets = []
-        buckets.reserveCapacity(slots.count)
+        var seen = Set<UInt64>(minimumCapacity: buckets.count * 4)
         sizes = []
-        sizes.reserveCapacity(slots.count)
-        for (b, list) in slots.enumerated() {
-            let filled = list.compactMap { $0 }
-            guard filled.count == list.count else { throw PIRError.invalidDatabase("bucket \(b) has a gap in its slots") }
-            let bucket = HashBucket(entries: filled)
-            guard bucket.serializedSize <= config.maxSerializedBucketSize else {
-                throw PIRError.invalidDatabase("bucket \(b) holds \(bucket.serializedSize) bytes, over \(config.maxSerializedBucketSize)")
+        sizes.reserveCapacity(buckets.count)
+        for (b, bucket) in buckets.enumerated() {
+            guard bucket.entries.count <= config.slotCount, bucket.serializedSize <= config.maxSerializedBucketSize else {
+                throw PIRError.invalidDatabase("bucket \(b) holds \(bucket.serializedSize) bytes in \(bucket.entries.count) entries, over its budget")
             }
-            buckets.append(bucket)
+            for entry in bucket.entries {
+                let candidates = CuckooHashing.candidates(keywordHash: entry.keywordHash, bucketsPerTable: bucketsPerTable, hashFunctionCount: h)
+                guard candidates.enumerated().contains(where: { $0.offset * bucketsPerTable + $0.element == b }) else {
+                    throw PIRError.invalidDatabase("keyword hash \(entry.keywordHash) in bucket \(b), not one of its candidates")
+                }
+                guard seen.insert(entry.keywordHash).inserted else { throw PIRError.invalidDatabase("duplicate keyword hash \(entry.keywordHash)") }
+            }
             sizes.append(bucket.serializedSize)
         }
+        self.buckets = buckets
     }
 
     /// Each entry's placement, by keyword hash.
@@ -75,9 +57,10 @@ extension CuckooTable {
     /// fit without growing the table (the table is then unusable and the caller lays the shard out afresh).
     ///
     /// Removals come out of their buckets (the entries after them move up); a changed value is replaced in its
-    /// slot when the bucket stays within its budget, otherwise the entry is taken out and inserted again, before
-    /// the additions, in the order given. The result depends only on the table and the three lists, so the same
-    /// update reached from a delta file or from a new full input gives the same table.
+    /// slot when the bucket stays within its budget, otherwise the entry is taken out and inserted again with the
+    /// additions, all in ascending keyword-hash order. The result depends only on the table and the sets of
+    /// changes, not on their order, so the same update reached from a delta file or from a new full input gives
+    /// the same table.
     public mutating func update(removing removals: [UInt64], changing changes: [HashBucket.Entry],
                                 adding additions: [HashBucket.Entry]) throws -> Set<Int>? {
         var position = placements()
@@ -113,12 +96,22 @@ extension CuckooTable {
         }
         touched = changed
         defer { touched = nil }
-        for entry in reinsert + additions {
+        for entry in (reinsert + additions).sorted(by: { $0.keywordHash < $1.keywordHash }) {
             guard entry.serializedSize + 1 <= config.maxSerializedBucketSize, entry.value.count <= HashBucket.maxValueLength else {
                 throw PIRError.invalidDatabase("a value of \(entry.value.count) bytes does not fit a bucket of \(config.maxSerializedBucketSize) bytes")
             }
             guard try insert(entry) else { return nil }
         }
         return touched
+    }
+}
+
+extension CuckooTable {
+    /// The value stored for a keyword hash, looked up in its candidate buckets; nil when absent.
+    public func value(forKeywordHash hash: UInt64) -> [UInt8]? {
+        for b in candidateBuckets(keywordHash: hash) {
+            if let value = buckets[b].value(forKeywordHash: hash) { return value }
+        }
+        return nil
     }
 }

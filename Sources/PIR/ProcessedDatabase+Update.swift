@@ -1,21 +1,20 @@
 import BFV
 
 extension ProcessedDatabase {
-    /// One re-encoded plaintext of an update: the sub-table, its storage slot, and its new evaluation form (nil when
-    /// it became all zero).
-    public struct ChangedSlot: Sendable {
+    /// One re-encoded plaintext of an update: the sub-table, its storage slot, and its new payload (nil when it
+    /// became all zero).
+    public struct ChangedSlot: Sendable, Equatable {
         /// Sub-table.
         public let table: Int
         /// Storage slot in the sub-table, chunk offset included.
         public let slot: Int
-        /// The new plaintext.
-        public let plaintext: EvalPlaintext?
+        /// The new payload, `bytesPerPlaintext` bytes.
+        public let payload: [UInt8]?
     }
 
     /// The plaintexts that hold `buckets` of `table`, encoded afresh, in (sub-table, slot) order: what an in-place
     /// update writes over the previous shard instead of encoding every plaintext again.
-    public static func changedSlots(of table: CuckooTable, buckets: Set<Int>, parameters: MulPirParameters,
-                                    context: Context) throws -> [ChangedSlot] {
+    public static func changedSlots(of table: CuckooTable, buckets: Set<Int>, parameters: MulPirParameters) throws -> [ChangedSlot] {
         let n = table.bucketsPerTable
         guard n == parameters.entryCount else {
             throw PIRError.invalidDatabase("\(n) buckets per table for a database of \(parameters.entryCount) entries")
@@ -28,10 +27,9 @@ extension ProcessedDatabase {
         for key in plaintexts.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             let sub = table.table(key[0])
             let first = sub.startIndex
-            for (slot, values) in try DatabaseEncoding.encode(plaintext: key[1], entryCount: n, entry: { sub[first + $0].serialize() },
-                                                              parameters: parameters) {
-                let plaintext = try values.map { try context.evalPlaintext(context.encodeCoefficients($0)) }
-                out.append(ChangedSlot(table: key[0], slot: slot, plaintext: plaintext))
+            for (slot, payload) in try DatabaseEncoding.payloads(plaintext: key[1], entryCount: n, entry: { sub[first + $0].serialize() },
+                                                                 parameters: parameters) {
+                out.append(ChangedSlot(table: key[0], slot: slot, payload: payload))
             }
         }
         return out

@@ -2,34 +2,42 @@ import BFV
 import Crypto
 
 extension ShardFile {
-    /// Writes re-encoded plaintexts over a shard file in memory (their words and presence bytes) and recomputes the
-    /// file's SHA-256: an in-place update's shard from the previous version's, without encoding the rest again.
-    /// The caller has checked the previous file against its manifest digest; sizes are checked here again.
+    /// The payloads of a version-2 shard file in memory, per sub-table and slot (nil where absent): the buckets a
+    /// previous build stored, which an update restores its cuckoo table from. The caller has checked the file
+    /// against its manifest digest; sizes are checked here again.
+    public static func payloads(_ bytes: [UInt8], context: Context) throws -> [[[UInt8]?]] {
+        let layout = try Layout(bytes, context: context)
+        guard layout.version == 2 else { throw PIRError.malformedDatabase("a version-1 shard file stores no payloads") }
+        return try (0..<layout.tableCount).map { t in
+            try (0..<layout.slots).map { s in
+                let index = t * layout.slots + s
+                guard try layout.present(index, in: bytes) else { return nil }
+                let start = layout.payloadOffset + index * layout.slotBytes
+                return Array(bytes[start..<(start + layout.slotBytes)])
+            }
+        }
+    }
+
+    /// Writes re-encoded payloads over a version-2 shard file in memory (and their presence bytes) and recomputes
+    /// the file's SHA-256: an in-place update's shard from the previous version's, without encoding the rest.
     public static func patch(_ bytes: inout [UInt8], with changes: [ProcessedDatabase.ChangedSlot], context: Context) throws {
         let layout = try Layout(bytes, context: context)
-        let words = layout.slotBytes / 4
+        guard layout.version == 2 else { throw PIRError.malformedDatabase("a version-1 shard file cannot be patched") }
         for change in changes {
             guard (0..<layout.tableCount).contains(change.table), (0..<layout.slots).contains(change.slot) else {
                 throw PIRError.invalidDatabase("slot \(change.table)/\(change.slot) outside the shard file")
             }
+            let payload = change.payload ?? []
+            guard payload.count <= layout.slotBytes else {
+                throw PIRError.invalidDatabase("a payload of \(payload.count) bytes for slots of \(layout.slotBytes)")
+            }
             let index = change.table * layout.slots + change.slot
-            bytes[layout.presenceStart + index] = change.plaintext == nil ? 0 : 1
-            let start = layout.matrixOffset + index * layout.slotBytes
-            guard let plaintext = change.plaintext else {
-                for i in start..<(start + layout.slotBytes) { bytes[i] = 0 }
-                continue
-            }
-            let data = plaintext.poly.data
-            guard data.count == words, plaintext.poly.context == context.ciphertextContext else {
-                throw PIRError.invalidDatabase("a plaintext of \(data.count) words for slots of \(words)")
-            }
-            bytes.withUnsafeMutableBytes { raw in
-                for (i, v) in data.enumerated() {
-                    raw.storeBytes(of: UInt32(truncatingIfNeeded: v).littleEndian, toByteOffset: start + 4 * i, as: UInt32.self)
-                }
-            }
+            bytes[layout.presenceStart + index] = change.payload == nil ? 0 : 1
+            let start = layout.payloadOffset + index * layout.slotBytes
+            bytes.replaceSubrange(start..<(start + payload.count), with: payload)
+            bytes.replaceSubrange((start + payload.count)..<(start + layout.slotBytes), with: repeatElement(0, count: layout.slotBytes - payload.count))
         }
-        let digest = Array(SHA256.hash(data: bytes[fixedHeader...]))
-        bytes.replaceSubrange((fixedHeader - 32)..<fixedHeader, with: digest)
+        let digest = Array(SHA256.hash(data: bytes[layout.headerBytes...]))
+        bytes.replaceSubrange(layout.digestRange, with: digest)
     }
 }

@@ -1,23 +1,64 @@
 import BFV
 import Crypto
 
-/// CallVeil's processed-shard file: a fixed header, the shard's parameters, a presence map and the 32-bit
-/// evaluation-form plaintext matrix, with a SHA-256 over everything after the header.
+/// CallVeil's processed-shard file: a fixed header, the shard's parameters, a presence map and the plaintexts,
+/// with a SHA-256 over everything after the header.
 ///
-/// Layout (little-endian): `magic "CVSHARD1"`, `version:u32 = 1`, `headerBytes:u32`, `parametersBytes:u32`,
-/// `tables:u32`, `slotsPerTable:u32`, `rows:u32`, `degree:u32`, `sha256[32]`, then the parameters blob (opaque
-/// bytes the caller supplies, e.g. a serialized `PirParameters`), the presence bytes (one per slot), zero padding
-/// to a multiple of 4096 bytes, and the matrix words `(table, slot, row, coefficient)`. The matrix starts on a
-/// page boundary so a loader can map it directly.
+/// Version 2 (written now) stores each plaintext's payload, the `bytesPerPlaintext` bytes its coefficients pack
+/// (`slotBytes` per slot, fixed, so a slot is found by arithmetic): a twelfth of the evaluation form's size, and
+/// the buckets are readable in place, which is what an incremental update reads and patches. The loader packs
+/// payloads into coefficients and transforms them. Layout (little-endian): `magic "CVSHARD1"`, `version:u32 = 2`,
+/// `headerBytes:u32 = 72`, `parametersBytes:u32`, `tables:u32`, `slotsPerTable:u32`, `slotBytes:u32`,
+/// `bitsPerCoefficient:u32`, `degree:u32`, `sha256[32]`, the parameters blob, one presence byte per slot, zero
+/// padding to a multiple of 4096 bytes, and the payloads `(table, slot)`.
+///
+/// Version 1 (still read) has `rows:u32` in place of `slotBytes` and `bitsPerCoefficient`, a 68-byte header, and
+/// the 32-bit evaluation-form words `(table, slot, row, coefficient)` as payloads.
 public enum ShardFile {
     /// File magic.
     public static let magic: [UInt8] = Array("CVSHARD1".utf8)
     /// Current version.
-    public static let version: UInt32 = 1
+    public static let version: UInt32 = 2
     static let fixedHeader = 8 + 4 * 7 + 32
+    static let fixedHeaderV2 = 8 + 4 * 8 + 32
 
-    /// Serializes a processed database whose moduli fit 30 bits, with `parameterBlob` stored alongside.
-    public static func serialize(_ database: ProcessedDatabase, parameterBlob: [UInt8], context: Context) throws -> [UInt8] {
+    /// Serializes a shard's payloads (per sub-table, per slot; nil for an all-zero plaintext) as version 2, with
+    /// `parameterBlob` stored alongside.
+    public static func serialize(payloads: [[[UInt8]?]], parameters: MulPirParameters, parameterBlob: [UInt8]) throws -> [UInt8] {
+        let slotBytes = parameters.bytesPerPlaintext
+        let slots = payloads.first?.count ?? 0
+        guard !payloads.isEmpty, payloads.allSatisfy({ $0.count == slots }) else {
+            throw PIRError.invalidDatabase("sub-tables of different slot counts")
+        }
+        var body: [UInt8] = parameterBlob
+        for table in payloads { for slot in table { body.append(slot == nil ? 0 : 1) } }
+        let payloadOffset = pageAligned(fixedHeaderV2 + body.count)
+        body.append(contentsOf: repeatElement(0, count: payloadOffset - fixedHeaderV2 - body.count))
+        body.reserveCapacity(body.count + payloads.count * slots * slotBytes)
+        for table in payloads {
+            for slot in table {
+                guard let slot else {
+                    body.append(contentsOf: repeatElement(0, count: slotBytes))
+                    continue
+                }
+                guard slot.count <= slotBytes else { throw PIRError.invalidDatabase("a payload of \(slot.count) bytes for slots of \(slotBytes)") }
+                body.append(contentsOf: slot)
+                body.append(contentsOf: repeatElement(0, count: slotBytes - slot.count))
+            }
+        }
+        var out = magic
+        for v in [version, UInt32(fixedHeaderV2), UInt32(parameterBlob.count), UInt32(payloads.count), UInt32(slots), UInt32(slotBytes),
+                  UInt32(parameters.bitsPerCoefficient), UInt32(parameters.encryption.polyDegree)] {
+            appendLE(v, to: &out)
+        }
+        out.append(contentsOf: SHA256.hash(data: body))
+        out.append(contentsOf: body)
+        return out
+    }
+
+    /// Serializes a processed database whose moduli fit 30 bits as version 1 (evaluation form), the format earlier
+    /// versions wrote; kept so that reading it stays tested.
+    public static func serializeVersion1(_ database: ProcessedDatabase, parameterBlob: [UInt8], context: Context) throws -> [UInt8] {
         let ctx = context.ciphertextContext
         guard ctx.moduli.allSatisfy({ $0.bitWidth <= 30 }) else {
             throw PIRError.invalidParameters("the shard file stores 32-bit residues; moduli above 30 bits are not supported")
@@ -40,7 +81,7 @@ public enum ShardFile {
             }
         }
         var out = magic
-        for v in [version, UInt32(fixedHeader), UInt32(parameterBlob.count), UInt32(database.tables.count), UInt32(slots),
+        for v in [1, UInt32(fixedHeader), UInt32(parameterBlob.count), UInt32(database.tables.count), UInt32(slots),
                   UInt32(rows), UInt32(n)] {
             appendLE(v, to: &out)
         }
@@ -59,12 +100,16 @@ public enum ShardFile {
 
     /// Where a shard file's parts are, from its header, checked against `context` and the file's size.
     struct Layout {
+        let version: Int
+        let headerBytes: Int
         let blobCount: Int
         let tableCount: Int
         let slots: Int
         let presenceStart: Int
-        let matrixOffset: Int
+        let payloadOffset: Int
         let slotBytes: Int
+        /// Version 2: bits per coefficient of the payloads.
+        let bitsPerCoefficient: Int
 
         init(_ bytes: [UInt8], context: Context) throws {
             guard bytes.count >= ShardFile.fixedHeader, Array(bytes[0..<8]) == ShardFile.magic else {
@@ -73,56 +118,88 @@ public enum ShardFile {
             func u32(_ offset: Int) -> Int {
                 Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
             }
-            guard u32(8) == Int(ShardFile.version), u32(12) == ShardFile.fixedHeader else {
+            version = u32(8)
+            headerBytes = u32(12)
+            guard (version == 1 && headerBytes == ShardFile.fixedHeader) || (version == 2 && headerBytes == ShardFile.fixedHeaderV2),
+                  bytes.count >= headerBytes else {
                 throw PIRError.malformedDatabase("unsupported shard file version")
             }
-            let (blobCount, tableCount, slots, rows, n) = (u32(16), u32(20), u32(24), u32(28), u32(32))
+            let (blobCount, tableCount, slots) = (u32(16), u32(20), u32(24))
             let ctx = context.ciphertextContext
-            guard rows == ctx.rowCount, n == context.degree else {
-                throw PIRError.malformedDatabase("shard has \(rows) rows of \(n) coefficients; the parameters need \(ctx.rowCount) of \(context.degree)")
+            let n = u32(headerBytes - 36)
+            guard n == context.degree else {
+                throw PIRError.malformedDatabase("shard has plaintexts of \(n) coefficients; the parameters need \(context.degree)")
             }
-            guard tableCount >= 1, tableCount <= 64, slots >= 1, blobCount <= 1 << 20 else {
+            if version == 1 {
+                let rows = u32(28)
+                guard rows == ctx.rowCount else {
+                    throw PIRError.malformedDatabase("shard has \(rows) rows of \(n) coefficients; the parameters need \(ctx.rowCount) of \(context.degree)")
+                }
+                slotBytes = rows * n * 4
+                bitsPerCoefficient = 0
+            } else {
+                slotBytes = u32(28)
+                bitsPerCoefficient = u32(32)
+                guard (1...(63 - context.plaintextModulus.value.leadingZeroBitCount)).contains(bitsPerCoefficient),
+                      slotBytes >= 1, slotBytes * 8 <= n * bitsPerCoefficient else {
+                    throw PIRError.malformedDatabase("payloads of \(slotBytes) bytes at \(bitsPerCoefficient) bits do not fit the parameters")
+                }
+            }
+            guard tableCount >= 1, tableCount <= 64, slots >= 1, slots <= 1 << 24, blobCount <= 1 << 20 else {
                 throw PIRError.malformedDatabase("implausible shard dimensions")
             }
             self.blobCount = blobCount
             self.tableCount = tableCount
             self.slots = slots
-            presenceStart = ShardFile.fixedHeader + blobCount
-            matrixOffset = ShardFile.pageAligned(presenceStart + tableCount * slots)
-            slotBytes = rows * n * 4
-            let (total, overflow) = matrixOffset.addingReportingOverflow(tableCount * slots * slotBytes)
+            presenceStart = headerBytes + blobCount
+            payloadOffset = ShardFile.pageAligned(presenceStart + tableCount * slots)
+            let (total, overflow) = payloadOffset.addingReportingOverflow(tableCount * slots * slotBytes)
             guard !overflow, bytes.count == total else {
                 throw PIRError.malformedDatabase("shard file has \(bytes.count) bytes, expected \(total)")
             }
         }
+
+        /// The stored SHA-256's range.
+        var digestRange: Range<Int> { (headerBytes - 32)..<headerBytes }
+
+        /// Whether slot `index` (over all sub-tables) is present; throws on a bad presence byte.
+        func present(_ index: Int, in bytes: [UInt8]) throws -> Bool {
+            switch bytes[presenceStart + index] {
+            case 0: return false
+            case 1: return true
+            default: throw PIRError.malformedDatabase("bad presence byte")
+            }
+        }
     }
 
-    /// Parses and verifies a shard file: magic, version, sizes against `context`, and the SHA-256.
+    /// Parses and verifies a shard file (either version): magic, version, sizes against `context`, and the SHA-256;
+    /// version 2 payloads are packed into coefficients and transformed to evaluation form.
     public static func deserialize(_ bytes: [UInt8], context: Context) throws -> Contents {
         let layout = try Layout(bytes, context: context)
-        let digest = Array(SHA256.hash(data: bytes[fixedHeader...]))
-        guard digest == Array(bytes[(fixedHeader - 32)..<fixedHeader]) else {
+        guard Array(SHA256.hash(data: bytes[layout.headerBytes...])) == Array(bytes[layout.digestRange]) else {
             throw PIRError.malformedDatabase("shard file checksum mismatch")
         }
-        let (presenceStart, matrixOffset, slotBytes, slots) = (layout.presenceStart, layout.matrixOffset, layout.slotBytes, layout.slots)
         let ctx = context.ciphertextContext
-        let rows = ctx.rowCount, n = context.degree
-        let tableCount = layout.tableCount
-        let blob = Array(bytes[fixedHeader..<presenceStart])
+        let words = ctx.rowCount * context.degree
         var tables: [[EvalPlaintext?]] = []
-        for t in 0..<tableCount {
+        for t in 0..<layout.tableCount {
             var table: [EvalPlaintext?] = []
-            table.reserveCapacity(slots)
-            for s in 0..<slots {
-                let index = t * slots + s
-                guard bytes[presenceStart + index] == 1 else {
-                    guard bytes[presenceStart + index] == 0 else { throw PIRError.malformedDatabase("bad presence byte") }
+            table.reserveCapacity(layout.slots)
+            for s in 0..<layout.slots {
+                let index = t * layout.slots + s
+                guard try layout.present(index, in: bytes) else {
                     table.append(nil)
                     continue
                 }
-                let start = matrixOffset + index * slotBytes
-                var data = [UInt64](repeating: 0, count: rows * n)
-                for i in 0..<(rows * n) {
+                let start = layout.payloadOffset + index * layout.slotBytes
+                if layout.version == 2 {
+                    let values = DatabaseEncoding.values(of: bytes[start..<(start + layout.slotBytes)],
+                                                         bitsPerCoefficient: layout.bitsPerCoefficient, degree: context.degree)
+                    table.append(try context.evalPlaintext(try context.encodeCoefficients(values)))
+                    continue
+                }
+                var data = [UInt64](repeating: 0, count: words)
+                for i in 0..<words {
                     let o = start + 4 * i
                     data[i] = UInt64(bytes[o]) | UInt64(bytes[o + 1]) << 8 | UInt64(bytes[o + 2]) << 16 | UInt64(bytes[o + 3]) << 24
                 }
@@ -130,7 +207,7 @@ public enum ShardFile {
             }
             tables.append(table)
         }
-        return Contents(parameterBlob: blob, tables: tables)
+        return Contents(parameterBlob: Array(bytes[layout.headerBytes..<layout.presenceStart]), tables: tables)
     }
 
     static func pageAligned(_ x: Int) -> Int { (x + 4095) / 4096 * 4096 }

@@ -67,7 +67,7 @@ struct BadQueryTests {
         #expect(throws: (any Error).self) { try ProtoEncryptedIndices().native(context: f.context) }
     }
 
-    @Test("shard files: round trip, corruption and wrong parameters are detected")
+    @Test("shard files of both versions: round trip, corruption and wrong parameters are detected")
     func shardFile() throws {
         let f = try Fixture()
         let options = ProcessingOptions(encryption: EncryptionParameters(.n_4096_logq_27_28_28_logt_5))
@@ -75,18 +75,31 @@ struct BadQueryTests {
         let entries = try KeywordDatabaseProcessor.shard(rows: rows, shardCount: 1, sharding: .sha256)[0]
         let shard = try KeywordDatabaseProcessor.process(shard: 0, entries: entries, options: options, maxValueLength: 1,
                                                          context: f.context)
-        let bytes = try ShardFile.serialize(shard.database, parameterBlob: [1, 2, 3], context: f.context)
-        #expect(bytes.count % 4096 == 0)
-        let back = try ShardFile.deserialize(bytes, context: f.context)
-        #expect(back.parameterBlob == [1, 2, 3])
-        #expect(back.tables.count == shard.database.tables.count)
-        for (a, b) in zip(back.tables, shard.database.tables) { #expect(a == b) }
-        var corrupted = bytes
-        corrupted[corrupted.count - 5] ^= 1
-        #expect(throws: PIRError.malformedDatabase("shard file checksum mismatch")) { try ShardFile.deserialize(corrupted, context: f.context) }
-        #expect(throws: PIRError.self) { try ShardFile.deserialize(Array(bytes.dropLast(4096)), context: f.context) }
-        #expect(throws: PIRError.self) { try ShardFile.deserialize(Array(bytes.prefix(20)), context: f.context) }
-        let other = try Context(preset: .n_8192_logq_3x55_logt_24)
-        #expect(throws: PIRError.self) { try ShardFile.deserialize(bytes, context: other) }
+        let version1 = try ShardFile.serializeVersion1(shard.database, parameterBlob: [1, 2, 3], context: f.context)
+        #expect(version1.count % 4096 == 0)
+        let payloads = try KeywordDatabaseProcessor.payloads(of: shard.table, parameters: shard.parameters)
+        let version2 = try ShardFile.serialize(payloads: payloads, parameters: shard.parameters, parameterBlob: [1, 2, 3])
+        #expect(version2.count * 8 < version1.count, "payloads are a fraction of the evaluation form")
+        #expect(try ShardFile.payloads(version2, context: f.context) == payloads)
+        for bytes in [version1, version2] {
+            let back = try ShardFile.deserialize(bytes, context: f.context)
+            #expect(back.parameterBlob == [1, 2, 3])
+            #expect(back.tables.count == shard.database.tables.count)
+            for (a, b) in zip(back.tables, shard.database.tables) { #expect(a == b) }
+            var corrupted = bytes
+            corrupted[corrupted.count - 5] ^= 1
+            #expect(throws: PIRError.malformedDatabase("shard file checksum mismatch")) { try ShardFile.deserialize(corrupted, context: f.context) }
+            #expect(throws: PIRError.self) { try ShardFile.deserialize(Array(bytes.dropLast(64)), context: f.context) }
+            #expect(throws: PIRError.self) { try ShardFile.deserialize(Array(bytes.prefix(20)), context: f.context) }
+            var badVersion = bytes
+            badVersion[8] = 9
+            #expect(throws: PIRError.self) { try ShardFile.deserialize(badVersion, context: f.context) }
+            let other = try Context(preset: .n_8192_logq_3x55_logt_24)
+            #expect(throws: PIRError.self) { try ShardFile.deserialize(bytes, context: other) }
+        }
+        var badBits = version2
+        badBits[32] = 40
+        #expect(throws: PIRError.self) { try ShardFile.deserialize(badBits, context: f.context) }
+        #expect(throws: PIRError.self) { try ShardFile.payloads(version1, context: f.context) }
     }
 }

@@ -3,7 +3,7 @@ import ConformanceSupport
 import PIR
 import Testing
 
-/// In-place cuckoo updates: the table restored from placements is the table, an update keeps every entry in one
+/// In-place cuckoo updates: the table restored from a shard file is the table, an update keeps every entry in one
 /// of its candidates, reports every bucket whose bytes changed, and the plaintexts it re-encodes patched over the
 /// previous shard file give exactly the file of the whole updated table encoded from nothing.
 @Suite("In-place shard updates")
@@ -26,17 +26,14 @@ struct InPlaceUpdateTests {
         let parameters = layout.1
         let blob: [UInt8] = [7, 7, 7]
         func encoded(_ table: CuckooTable) throws -> [UInt8] {
-            let tables = (0..<table.config.hashFunctionCount).map { j in table.table(j).map { $0.serialize() } }
-            return try ShardFile.serialize(try ProcessedDatabase(parameters: parameters, tableEntries: tables, context: context),
-                                           parameterBlob: blob, context: context)
+            try ShardFile.serialize(payloads: try KeywordDatabaseProcessor.payloads(of: table, parameters: parameters),
+                                    parameters: parameters, parameterBlob: blob)
         }
         var file = try encoded(table)
         for round in 0..<4 {
-            // Restore from placements, in a shuffled order: the same buckets, entry for entry.
-            let places = table.placements()
-            let shuffled = entries.shuffled(using: &rng)
-            let restored = try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, placed: shuffled,
-                                           at: shuffled.map { places[$0.keywordHash]! })
+            // Restore from the shard file: the same buckets, entry for entry.
+            let restored = try KeywordDatabaseProcessor.restore(payloads: try ShardFile.payloads(file, context: context),
+                                                                parameters: parameters, config: table.config)
             #expect(restored.buckets == table.buckets)
 
             let removed = Array(entries.prefix(20)).map(\.keywordHash)
@@ -57,18 +54,22 @@ struct InPlaceUpdateTests {
             for e in entries {
                 #expect(updated.candidateBuckets(keywordHash: e.keywordHash).contains { updated.buckets[$0].entries.contains(e) })
             }
-            let slots = try ProcessedDatabase.changedSlots(of: updated, buckets: touched, parameters: parameters, context: context)
+            let slots = try ProcessedDatabase.changedSlots(of: updated, buckets: touched, parameters: parameters)
             try ShardFile.patch(&file, with: slots, context: context)
             #expect(file == (try encoded(updated)), "round \(round): the patched shard differs from a full encoding")
             table = updated
         }
-        // Bad placements are refused.
-        let places = table.placements()
-        var wrong = entries.map { places[$0.keywordHash]! }
-        wrong[0].slot += 1
-        #expect(throws: PIRError.self) { try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, placed: entries, at: wrong) }
-        wrong[0] = CuckooTable.Placement(bucket: (places[entries[0].keywordHash]!.bucket + 1) % (2 * table.bucketsPerTable), slot: 0)
-        #expect(throws: PIRError.self) { try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, placed: entries, at: wrong) }
+        // Tables that are not what a build leaves are refused: an entry outside its candidates, a repeated keyword.
+        var moved = table.buckets
+        let b = moved.firstIndex { !$0.entries.isEmpty }!
+        let other = (b + 1) % moved.count
+        moved[other].entries.append(moved[b].entries[0])
+        #expect(throws: PIRError.self) { try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, buckets: moved) }
+        moved[b].entries.removeFirst()
+        let wrongPlace = table.candidateBuckets(keywordHash: table.buckets[b].entries[0].keywordHash).contains(other)
+        if !wrongPlace {
+            #expect(throws: PIRError.self) { try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, buckets: moved) }
+        }
         var removedTwice = table
         #expect(throws: PIRError.self) { try removedTwice.update(removing: [entries[0].keywordHash, entries[0].keywordHash], changing: [], adding: []) }
     }

@@ -3,65 +3,116 @@ import Foundation
 import PIR
 
 extension DatasetBuilder {
-    /// Updates shard `index` of `previous` in place to hold `rows`: restores its cuckoo table from the placed row
-    /// file (`before`), removes, changes and adds only what differs, encodes only the plaintexts of the buckets that
-    /// changed and writes them over a copy of the previous shard file. Returns nil when the additions need a larger
-    /// table or a larger entry size, and the caller lays the shard out afresh.
-    func updateInPlace(_ index: Int, rows: [ShardRow], before: (rows: [ShardRow], placements: [CuckooTable.Placement]),
-                       previous: Previous, engine: ProcessingOptions, context: Context, staging: String) throws -> Built? {
-        let old = previous.manifest.shards[index]
-        var largest = 0
-        let entries = try Self.entries(of: rows, largest: &largest)
-        var was: [UInt64: Int] = [:]
-        was.reserveCapacity(before.rows.count)
-        for (i, row) in before.rows.enumerated() { was[row.hash] = i }
-        var changes: [HashBucket.Entry] = []
-        var additions: [HashBucket.Entry] = []
-        var kept = Set<UInt64>(minimumCapacity: rows.count)
-        for entry in entries {
-            if let i = was[entry.keywordHash] {
-                kept.insert(entry.keywordHash)
-                if before.rows[i].value != entry.value { changes.append(entry) }
-            } else {
-                additions.append(entry)
+    /// A shard of the previous version, read for an in-place update: its file (checked against the manifest), its
+    /// parameters, and the cuckoo table restored from the file's payloads.
+    struct PriorShard {
+        /// The shard file's bytes.
+        var bytes: [UInt8]
+        /// Its parameters as written.
+        let parameters: ProtoPirParameters
+        /// The same, checked.
+        let pir: MulPirParameters
+        /// The restored table.
+        var table: CuckooTable
+
+        /// Reads shard `index` of `previous` (format 2).
+        init(_ index: Int, of previous: Previous, engine: ProcessingOptions, context: Context) throws {
+            let old = previous.manifest.shards[index]
+            let path = "\(previous.directory)/\(old.parameters.path)"
+            do {
+                parameters = try ProtoPirParameters(textFormatString: String(decoding: try DatasetManifest.contents(of: old.parameters,
+                                                                                                                   directory: previous.directory),
+                                                                             as: UTF8.self))
+                pir = try parameters.native()
+            } catch let error as DatasetError {
+                throw error
+            } catch {
+                throw DatasetError.badManifest("\(path): \(error)")
+            }
+            bytes = try DatasetManifest.contents(of: old.shard, directory: previous.directory)
+            do {
+                let config = try CuckooTableConfig(hashFunctionCount: engine.hashFunctionCount, maxEvictionCount: engine.maxEvictionCount,
+                                                   maxSerializedBucketSize: previous.manifest.bucketBytes, bucketCount: engine.bucketCount)
+                table = try KeywordDatabaseProcessor.restore(payloads: try ShardFile.payloads(bytes, context: context), parameters: pir,
+                                                             config: config)
+            } catch {
+                throw DatasetError.badManifest("\(previous.directory)/\(old.shard.path): \(error)")
             }
         }
-        let removals = before.rows.lazy.map(\.hash).filter { !kept.contains($0) }
-        let parameters = try previousParameters(old, of: previous)
-        let pir: MulPirParameters
-        do {
-            pir = try parameters.native()
-        } catch {
-            throw DatasetError.badManifest("\(old.parameters.path): \(error)")
+
+        /// What turns this shard's rows into `rows`; a keyword repeated in `rows` is an error naming both lines.
+        func changes(becoming rows: [ShardRow]) throws -> Changes {
+            var was: [UInt64: [UInt8]] = [:]
+            was.reserveCapacity(table.entryCount)
+            for bucket in table.buckets { for entry in bucket.entries { was[entry.keywordHash] = entry.value } }
+            var firstLine: [UInt64: UInt32] = [:]
+            firstLine.reserveCapacity(rows.count)
+            var changes = Changes()
+            for row in rows {
+                if let first = firstLine.updateValue(row.line, forKey: row.hash) {
+                    throw DatasetError.duplicateKeyword(line: Int(row.line), firstLine: Int(first))
+                }
+                switch was[row.hash] {
+                case nil: changes.additions.append(HashBucket.Entry(keywordHash: row.hash, value: row.value))
+                case let value? where value != row.value: changes.changes.append(HashBucket.Entry(keywordHash: row.hash, value: row.value))
+                default: break
+                }
+            }
+            changes.removals = was.keys.filter { firstLine[$0] == nil }
+            return changes
         }
-        var table: CuckooTable
-        let touched: Set<Int>?
+
+        /// What a delta's lines for this shard do; adding a present keyword, or changing or removing an absent one,
+        /// is an error naming the delta line.
+        func changes(applying entries: [DatasetDelta.Entry]) throws -> Changes {
+            var changes = Changes()
+            for entry in entries {
+                let present = table.value(forKeywordHash: entry.hash) != nil
+                switch (entry.operation, present) {
+                case (.add(let value), false): changes.additions.append(HashBucket.Entry(keywordHash: entry.hash, value: value))
+                case (.add, true):
+                    throw DatasetError.deltaConflict(line: entry.line, why: "adds a keyword the previous version has (use change)")
+                case (.change(let value), true): changes.changes.append(HashBucket.Entry(keywordHash: entry.hash, value: value))
+                case (.remove, true): changes.removals.append(entry.hash)
+                case (.change, false), (.remove, false):
+                    throw DatasetError.deltaConflict(line: entry.line, why: "names a keyword the previous version does not have")
+                }
+            }
+            return changes
+        }
+    }
+
+    /// The rows an update removes, changes and adds in one shard.
+    struct Changes {
+        var removals: [UInt64] = []
+        var changes: [HashBucket.Entry] = []
+        var additions: [HashBucket.Entry] = []
+
+        var isEmpty: Bool { removals.isEmpty && changes.isEmpty && additions.isEmpty }
+    }
+
+    /// Updates shard `index` in place: applies `changes` to the restored table, encodes only the plaintexts of the
+    /// buckets that changed and writes them over a copy of the previous shard file. Returns nil when the table
+    /// would have to grow or a bucket outgrows the entry size, and the caller lays the shard out afresh.
+    func updateInPlace(_ index: Int, prior: inout PriorShard, changes: Changes, previous: Previous, context: Context,
+                       staging: String) throws -> Built? {
+        let old = previous.manifest.shards[index]
+        let slots: [ProcessedDatabase.ChangedSlot]
         do {
-            let config = try CuckooTableConfig(hashFunctionCount: engine.hashFunctionCount, maxEvictionCount: engine.maxEvictionCount,
-                                               maxSerializedBucketSize: previous.manifest.bucketBytes, bucketCount: engine.bucketCount)
-            table = try CuckooTable(config: config, bucketsPerTable: pir.entryCount,
-                                    placed: before.rows.map { HashBucket.Entry(keywordHash: $0.hash, value: $0.value) },
-                                    at: before.placements)
-            touched = try table.update(removing: Array(removals), changing: changes, adding: additions)
+            guard let touched = try prior.table.update(removing: changes.removals, changing: changes.changes, adding: changes.additions),
+                  prior.table.maxBucketSize <= prior.pir.entrySize else { return nil }
+            slots = try ProcessedDatabase.changedSlots(of: prior.table, buckets: touched, parameters: prior.pir)
+            try ShardFile.patch(&prior.bytes, with: slots, context: context)
         } catch {
             throw DatasetError.processing("shard \(index): \(error)")
         }
-        guard let touched, table.maxBucketSize <= pir.entrySize else { return nil }
-        let slots = try ProcessedDatabase.changedSlots(of: table, buckets: touched, parameters: pir, context: context)
-        var shardBytes = try DatasetManifest.contents(of: old.shard, directory: previous.directory)
-        do {
-            try ShardFile.patch(&shardBytes, with: slots, context: context)
-        } catch {
-            throw DatasetError.processing("shard \(index): \(error)")
-        }
-        let rowBytes = try ShardRowFile.encode(rows, placements: table.placements())
-        let names = fileNames(index)
-        try Self.writeSynced(shardBytes, to: "\(staging)/\(names.shard)")
-        try Self.writeSynced(rowBytes, to: "\(staging)/\(names.rows)")
+        let name = fileNames(index).shard
+        try Self.writeSynced(prior.bytes, to: "\(staging)/\(name)")
         try carry([old.parameters], from: previous, staging: staging)
-        let entry = DatasetManifest.Shard(index: index, rows: rows.count, maxValueLength: largest, galoisElements: old.galoisElements,
-                                          shard: Self.file(names.shard, FileDigest.of(bytes: shardBytes)),
-                                          parameters: old.parameters, rowFile: Self.file(names.rows, FileDigest.of(bytes: rowBytes)))
-        return Built(shard: entry, parameters: parameters, rebuilt: true, reencoded: slots.count, bytes: shardBytes.count + rowBytes.count)
+        let largest = prior.table.buckets.reduce(0) { max($0, $1.entries.reduce(0) { max($0, $1.value.count) }) }
+        let entry = DatasetManifest.Shard(index: index, rows: prior.table.entryCount, maxValueLength: largest,
+                                          galoisElements: old.galoisElements, shard: Self.file(name, FileDigest.of(bytes: prior.bytes)),
+                                          parameters: old.parameters, rowFile: nil)
+        return Built(shard: entry, parameters: prior.parameters, rebuilt: true, reencoded: slots.count, bytes: prior.bytes.count)
     }
 }

@@ -14,25 +14,32 @@ extension DatasetBuilder {
         let bytes: Int
     }
 
-    /// Builds (or keeps) every shard on `threads` threads, then commits the version.
+    /// Builds (or keeps) every shard on `threads` threads, then commits the version. `maxValueLength` is the
+    /// largest value of the new version, or a bound on it.
     func finish(sources: [RowSource], maxValueLength: Int, previous: Previous?, staging: String,
                 input: DatasetManifest.Input?, delta: DatasetManifest.Input?, readSeconds: Double) throws -> Report {
-        let engine = try options.processingOptions()
+        var engine = try options.processingOptions()
         let context = try Context(parameters: engine.encryption)
-        let bucketBytes = engine.maxSerializedBucketSize
+        var bucketBytes = engine.maxSerializedBucketSize
             ?? CuckooTableConfig.defaultMaxSerializedBucketSize(maxValueLength: maxValueLength,
                                                                 bytesPerPlaintext: engine.encryption.bytesPerPlaintext)
+        // An update keeps the previous default bucket budget while the values fit it.
+        if !relayout, engine.maxSerializedBucketSize == nil, let previous, previous.manifest.options == options,
+           bucketBytes <= previous.manifest.bucketBytes {
+            bucketBytes = previous.manifest.bucketBytes
+        }
+        engine.maxSerializedBucketSize = bucketBytes
         let sameLayout = previous.map { $0.manifest.options == options && $0.manifest.bucketBytes == bucketBytes
             && $0.manifest.shards.count == sources.count } ?? false
         let start = DispatchTime.now()
         let results = ResultSlots(count: sources.count)
         let progress = self.progress
         progress("build", 0, sources.count)
-        DispatchQueue.concurrentPerform(iterations: min(threads, sources.count)) { _ in
+        DispatchQueue.concurrentPerform(iterations: min(threads, sources.count)) { [engine] _ in
             while let index = results.next() {
                 do {
-                    let built = try buildShard(index, source: sources[index], previous: sameLayout ? previous : nil, engine: engine,
-                                               context: context, maxValueLength: maxValueLength, staging: staging)
+                    let built = try buildShard(index, source: sources[index], previous: previous, sameLayout: sameLayout,
+                                               engine: engine, context: context, maxValueLength: maxValueLength, staging: staging)
                     progress("build", results.finish(index, built), sources.count)
                 } catch {
                     results.fail(error)
@@ -41,68 +48,77 @@ extension DatasetBuilder {
         }
         let built = try results.all()
         let buildSeconds = Self.seconds(since: start)
-        let manifest = try commit(built, bucketBytes: bucketBytes, maxValueLength: maxValueLength, staging: staging,
-                                  input: input, delta: delta, previous: previous, context: context)
+        let manifest = try commit(built, bucketBytes: bucketBytes, maxValueLength: built.map(\.shard.maxValueLength).max() ?? 0,
+                                  staging: staging, input: input, delta: delta, previous: previous, context: context)
         return Report(manifest: manifest, rebuilt: built.filter(\.rebuilt).map(\.shard.index),
                       plaintextsEncoded: built.reduce(0) { $0 + $1.reencoded },
                       bytesWritten: built.reduce(0) { $0 + $1.bytes }, readSeconds: readSeconds, buildSeconds: buildSeconds)
     }
 
-    /// Builds shard `index` into the staging folder, or keeps the previous version's when its rows are the same
-    /// (`previous` is only passed when the layout is unchanged). With a placed previous version and no
-    /// `relayout`, a changed shard is updated in place (`updateInPlace`) unless its table would have to grow.
-    func buildShard(_ index: Int, source: RowSource, previous: Previous?, engine: ProcessingOptions, context: Context,
-                    maxValueLength: Int, staging: String) throws -> Built {
+    /// Builds shard `index` into the staging folder. With a previous version of the same layout (`sameLayout`), an
+    /// unchanged shard is kept and a changed one is updated in place (`updateInPlace`) unless `relayout` is set,
+    /// the previous version is of format 1, or the table would have to grow; otherwise the shard is laid out
+    /// afresh from its rows.
+    func buildShard(_ index: Int, source: RowSource, previous: Previous?, sameLayout: Bool, engine: ProcessingOptions,
+                    context: Context, maxValueLength: Int, staging: String) throws -> Built {
         let rows: [ShardRow]
         switch source {
-        case .previous(let path, let file, let placed):
-            if let previous { return try keep(previous.manifest.shards[index], from: previous, staging: staging) }
-            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            rows = try ShardRowFile.decode(try DatasetManifest.contents(of: file, directory: directory), path: path, placed: placed)
-        case .spill(let path):
-            rows = try ShardRowFile.read(path: path)
-        }
-        if let previous {
-            let old = previous.manifest.shards[index]
-            let stored = try DatasetManifest.contents(of: old.rowFile, directory: previous.directory)
-            if previous.manifest.rowsArePlaced {
-                let before = try ShardRowFile.decodePlaced(stored, path: old.rowFile.path)
-                if before.rows.elementsEqual(rows, by: { $0.hash == $1.hash && $0.value == $1.value }) {
-                    return try keep(old, from: previous, staging: staging)
-                }
-                if !relayout, let built = try updateInPlace(index, rows: rows, before: before, previous: previous, engine: engine,
-                                                             context: context, staging: staging) {
+        case .delta(let entries):
+            guard let previous else { throw DatasetError.processing("a delta needs a previous version") }
+            if sameLayout, entries.isEmpty { return try keep(previous.manifest.shards[index], from: previous, staging: staging) }
+            if sameLayout, !relayout, previous.manifest.shardsArePatchable {
+                var prior = try PriorShard(index, of: previous, engine: engine, context: context)
+                if let built = try updateInPlace(index, prior: &prior, changes: try prior.changes(applying: entries),
+                                                 previous: previous, context: context, staging: staging) {
                     return built
                 }
-            } else if FileDigest.of(bytes: ShardRowFile.encode(rows, keepingLines: false)).sha256 == old.rowFile.sha256 {
-                return try keep(old, from: previous, staging: staging)
+            }
+            rows = try DatasetDelta.apply(entries, to: try previousRows(index, of: previous, engine: engine, context: context))
+        case .spill(let path):
+            rows = try ShardRowFile.read(path: path)
+            if let previous, sameLayout {
+                let old = previous.manifest.shards[index]
+                if previous.manifest.shardsArePatchable {
+                    var prior = try PriorShard(index, of: previous, engine: engine, context: context)
+                    let changes = try prior.changes(becoming: rows)
+                    if changes.isEmpty { return try keep(old, from: previous, staging: staging) }
+                    if !relayout, let built = try updateInPlace(index, prior: &prior, changes: changes, previous: previous,
+                                                                 context: context, staging: staging) {
+                        return built
+                    }
+                } else if FileDigest.of(bytes: ShardRowFile.encode(rows, keepingLines: false)).sha256 == old.rowFile?.sha256 {
+                    return try keep(old, from: previous, staging: staging)
+                }
             }
         }
         var largest = 0
         let entries = try Self.entries(of: rows, largest: &largest)
-        let shard: ProcessedShard
+        let output: ShardOutput
         do {
-            shard = try KeywordDatabaseProcessor.process(shard: index, entries: entries, options: engine,
-                                                         maxValueLength: maxValueLength, context: context)
+            output = try ShardOutput(entries: entries, options: engine, maxValueLength: maxValueLength)
         } catch {
             throw DatasetError.processing("shard \(index): \(error)")
         }
-        let rowBytes = try ShardRowFile.encode(rows, placements: shard.table.placements())
-        let keyConfig = EvaluationKeyConfigMessage(shard.evaluationKeyConfig, parameters: engine.encryption)
-        let parameters = ProtoPirParameters(shard.parameters, sharding: engine.sharding, keyConfig: keyConfig)
-        let shardBytes = try ShardFile.serialize(shard.database, parameterBlob: try parameters.deterministicBytes(), context: context)
-        let parameterBytes = Array(parameters.textFormatString().utf8)
         let names = fileNames(index)
-        try Self.writeSynced(shardBytes, to: "\(staging)/\(names.shard)")
-        try Self.writeSynced(parameterBytes, to: "\(staging)/\(names.parameters)")
-        try Self.writeSynced(rowBytes, to: "\(staging)/\(names.rows)")
+        try Self.writeSynced(output.shardBytes, to: "\(staging)/\(names.shard)")
+        try Self.writeSynced(output.parameterBytes, to: "\(staging)/\(names.parameters)")
         let entry = DatasetManifest.Shard(index: index, rows: rows.count, maxValueLength: largest,
-                                          galoisElements: shard.evaluationKeyConfig.galoisElements.sorted(),
-                                          shard: Self.file(names.shard, FileDigest.of(bytes: shardBytes)),
-                                          parameters: Self.file(names.parameters, FileDigest.of(bytes: parameterBytes)),
-                                          rowFile: Self.file(names.rows, FileDigest.of(bytes: rowBytes)))
-        return Built(shard: entry, parameters: parameters, rebuilt: true, reencoded: shard.database.tables.reduce(0) { $0 + $1.count },
-                     bytes: shardBytes.count + parameterBytes.count + rowBytes.count)
+                                          galoisElements: output.keyConfig.galoisElements.sorted(),
+                                          shard: Self.file(names.shard, FileDigest.of(bytes: output.shardBytes)),
+                                          parameters: Self.file(names.parameters, FileDigest.of(bytes: output.parameterBytes)),
+                                          rowFile: nil)
+        return Built(shard: entry, parameters: output.parameters, rebuilt: true, reencoded: output.plaintexts,
+                     bytes: output.shardBytes.count + output.parameterBytes.count)
+    }
+
+    /// The rows of a previous shard: from its row file (format 1) or, in bucket order, from its shard file.
+    func previousRows(_ index: Int, of previous: Previous, engine: ProcessingOptions, context: Context) throws -> [ShardRow] {
+        let old = previous.manifest.shards[index]
+        if let rowFile = old.rowFile, !previous.manifest.shardsArePatchable {
+            return try ShardRowFile.decode(try DatasetManifest.contents(of: rowFile, directory: previous.directory), path: rowFile.path)
+        }
+        let prior = try PriorShard(index, of: previous, engine: engine, context: context)
+        return prior.table.buckets.flatMap { $0.entries.map { ShardRow(hash: $0.keywordHash, line: 0, value: $0.value) } }
     }
 
     /// The cuckoo entries of a shard's rows; a repeated keyword is an error naming both input lines.
@@ -130,7 +146,7 @@ extension DatasetBuilder {
     /// version goes to another folder.
     func keep(_ shard: DatasetManifest.Shard, from previous: Previous, staging: String) throws -> Built {
         let parameters = try previousParameters(shard, of: previous)
-        try carry([shard.shard, shard.parameters, shard.rowFile], from: previous, staging: staging)
+        try carry([shard.shard, shard.parameters, shard.rowFile].compactMap { $0 }, from: previous, staging: staging)
         return Built(shard: shard, parameters: parameters, rebuilt: false, reencoded: 0, bytes: 0)
     }
 
@@ -155,8 +171,8 @@ extension DatasetBuilder {
     }
 
     /// File names of shard `index`.
-    func fileNames(_ index: Int) -> (shard: String, parameters: String, rows: String) {
-        ("\(stem)-\(index).cvshard", "\(stem)-\(index).params.txtpb", "\(stem)-\(index).rows")
+    func fileNames(_ index: Int) -> (shard: String, parameters: String) {
+        ("\(stem)-\(index).cvshard", "\(stem)-\(index).params.txtpb")
     }
 
     /// Writes bytes and syncs them to disk.

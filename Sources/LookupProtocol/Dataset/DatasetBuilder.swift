@@ -17,10 +17,11 @@ import Foundation
 /// With a previous manifest, a shard whose rows and layout are unchanged is kept as it is (not rebuilt, not
 /// rewritten), so a data update with a fixed shard configuration keeps the config id and changes only the
 /// files (and content hashes) of the shards whose rows changed. A changed shard is updated in place: its
-/// cuckoo table is restored from the previous row file's placements, the update moves only the buckets it
-/// touches, and only the plaintexts holding those buckets are encoded again and written over a copy of the
-/// previous shard file. The result depends only on the previous version and the new rows, so a delta and the
-/// equivalent full input give the same bytes; `relayout` lays shards out as a build from nothing would.
+/// cuckoo table is restored from the previous shard file (which stores the plaintexts' payloads, so the buckets
+/// are readable), the update moves only the buckets it touches, and only the plaintexts holding those buckets
+/// are encoded again and written over a copy of the previous file. The result depends only on the previous
+/// version and the new set of rows, so a delta and the equivalent full input give the same bytes; `relayout`
+/// lays changed shards out as a build from nothing would.
 public struct DatasetBuilder: Sendable {
     /// Processing options (from the command line, or the previous manifest's for a delta).
     public let options: DatasetManifest.Options
@@ -68,10 +69,10 @@ public struct DatasetBuilder: Sendable {
 
     /// Where a shard's rows come from for this build.
     enum RowSource {
-        /// A spill file of this build (with input lines).
+        /// A spill file of this build (with input lines): the shard's rows.
         case spill(String)
-        /// The previous version's row file, with its recorded digest and whether its rows are placed.
-        case previous(String, DatasetManifest.File, placed: Bool)
+        /// The delta's lines for this shard of the previous version (none: the shard is unchanged).
+        case delta([DatasetDelta.Entry])
     }
 
     /// A version loaded from its manifest's folder.
@@ -129,24 +130,16 @@ public struct DatasetBuilder: Sendable {
         for entry in delta.entries {
             perShard[engine.sharding.shardIndex(keywordHash: entry.hash, shardCount: engine.shardCount), default: []].append(entry)
         }
-        var maxValue = 0
-        var sources: [RowSource] = []
-        for shard in previous.manifest.shards {
-            let oldRows = "\(previous.directory)/\(shard.rowFile.path)"
-            guard let entries = perShard[shard.index] else {
-                sources.append(.previous(oldRows, shard.rowFile, placed: previous.manifest.rowsArePlaced))
-                maxValue = max(maxValue, shard.maxValueLength)
-                continue
+        // The largest value after the delta is at most the previous largest or a new one; shards keep their bucket
+        // budget while that bound fits it.
+        var maxValue = previous.manifest.maxValueLength
+        for entry in delta.entries {
+            switch entry.operation {
+            case .add(let value), .change(let value): maxValue = max(maxValue, value.count)
+            case .remove: break
             }
-            let stored = try DatasetManifest.contents(of: shard.rowFile, directory: previous.directory)
-            let rows = try DatasetDelta.apply(entries, to: try ShardRowFile.decode(stored, path: oldRows, placed: previous.manifest.rowsArePlaced))
-            let spill = try SpillWriter(path: "\(staging)/spill-\(shard.index)")
-            for row in rows { try spill.append(row) }
-            try spill.close()
-            maxValue = max(maxValue, spill.maxValueLength)
-            sources.append(.spill(spill.path))
-            progress("read", shard.index + 1, previous.manifest.shards.count)
         }
+        let sources = previous.manifest.shards.map { RowSource.delta(perShard[$0.index] ?? []) }
         return try finish(sources: sources, maxValueLength: maxValue, previous: previous, staging: staging,
                           input: previous.manifest.input, delta: delta.input, readSeconds: Self.seconds(since: start))
     }

@@ -8,14 +8,15 @@ import Foundation
 /// updates start from it, and `callveil db diff` compares two of them. Written last and atomically, so a
 /// directory's manifest only ever names complete files.
 public struct DatasetManifest: Codable, Sendable, Equatable {
-    /// Current manifest format: 2 writes row files with each row's cuckoo placement (format 1, still read, has
-    /// bare rows, so an update from it lays changed shards out afresh).
+    /// Current manifest format: 2 has version-2 shard files (plaintext payloads, from which an update restores a
+    /// shard's cuckoo table and patches it in place) and no row files; format 1, still read, has evaluation-form
+    /// shard files and row files, and an update from it lays changed shards out afresh.
     public static let currentFormat = 2
     /// Formats this version reads.
     public static let readableFormats = 1...2
 
-    /// Whether the row files record where each row sits in its shard's cuckoo table (format 2).
-    public var rowsArePlaced: Bool { format >= 2 }
+    /// Whether the shard files hold their buckets readably, so that an update can patch them in place (format 2).
+    public var shardsArePatchable: Bool { format >= 2 }
     /// Manifest file name for a stem: `<stem>.manifest.json`.
     public static func fileName(stem: String) -> String { "\(stem).manifest.json" }
 
@@ -130,9 +131,9 @@ public struct DatasetManifest: Codable, Sendable, Equatable {
         public var shard: File
         /// Its `PirParameters` (`.params.txtpb`).
         public var parameters: File
-        /// Its rows (`.rows`) in input order, with their cuckoo placements from format 2: the input of the next
-        /// incremental update.
-        public var rowFile: File
+        /// Format 1: its rows (`.rows`), the input of the next incremental update; format 2 has none (the shard
+        /// file holds the rows).
+        public var rowFile: File?
     }
 
     /// Manifest format.
@@ -188,7 +189,7 @@ extension DatasetManifest {
     }
 
     /// Every file the manifest names.
-    public var files: [File] { [keyConfig] + shards.flatMap { [$0.shard, $0.parameters, $0.rowFile] } }
+    public var files: [File] { [keyConfig] + shards.flatMap { [$0.shard, $0.parameters, $0.rowFile].compactMap { $0 } } }
 
     /// Checks that each file in `directory` has the recorded size and SHA-256.
     public func verify(directory: String, files: [File]? = nil) throws {
