@@ -14,8 +14,9 @@ extension CuckooTable {
     }
 
     /// The table a previous build left, from its buckets, so that an update changes only the buckets its rows
-    /// touch. Every bucket is checked: each entry in one of its candidate buckets, no repeated hash, at most
-    /// `slotCount` entries and within the byte budget.
+    /// touch. The buckets come from a shard file checked against its manifest digest, so entries are taken to be
+    /// where that build put them (checking every entry's candidates would hash every row again); each bucket's
+    /// entry count and size are checked.
     public init(config: CuckooTableConfig, bucketsPerTable: Int, buckets: [HashBucket], seed: UInt64 = defaultSeed) throws {
         let h = config.hashFunctionCount
         guard bucketsPerTable >= 1, bucketsPerTable <= (1 << 30) / h, buckets.count == bucketsPerTable * h else {
@@ -24,33 +25,23 @@ extension CuckooTable {
         self.config = config
         self.bucketsPerTable = bucketsPerTable
         rng = SplitMix64(seed: seed)
-        var seen = Set<UInt64>(minimumCapacity: buckets.count * 4)
         sizes = []
         sizes.reserveCapacity(buckets.count)
         for (b, bucket) in buckets.enumerated() {
             guard bucket.entries.count <= config.slotCount, bucket.serializedSize <= config.maxSerializedBucketSize else {
                 throw PIRError.invalidDatabase("bucket \(b) holds \(bucket.serializedSize) bytes in \(bucket.entries.count) entries, over its budget")
             }
-            for entry in bucket.entries {
-                let candidates = CuckooHashing.candidates(keywordHash: entry.keywordHash, bucketsPerTable: bucketsPerTable, hashFunctionCount: h)
-                guard candidates.enumerated().contains(where: { $0.offset * bucketsPerTable + $0.element == b }) else {
-                    throw PIRError.invalidDatabase("keyword hash \(entry.keywordHash) in bucket \(b), not one of its candidates")
-                }
-                guard seen.insert(entry.keywordHash).inserted else { throw PIRError.invalidDatabase("duplicate keyword hash \(entry.keywordHash)") }
-            }
             sizes.append(bucket.serializedSize)
         }
         self.buckets = buckets
     }
 
-    /// Each entry's placement, by keyword hash.
-    public func placements() -> [UInt64: Placement] {
-        var out: [UInt64: Placement] = [:]
-        out.reserveCapacity(entryCount)
-        for (b, bucket) in buckets.enumerated() {
-            for (slot, entry) in bucket.entries.enumerated() { out[entry.keywordHash] = Placement(bucket: b, slot: slot) }
+    /// Where an entry with this keyword hash sits, looked up in its candidate buckets; nil when absent.
+    public func placement(ofKeywordHash hash: UInt64) -> Placement? {
+        for b in candidateBuckets(keywordHash: hash) {
+            if let slot = buckets[b].entries.firstIndex(where: { $0.keywordHash == hash }) { return Placement(bucket: b, slot: slot) }
         }
-        return out
+        return nil
     }
 
     /// Applies one update in place and returns the buckets whose bytes changed, or nil when the additions do not
@@ -63,22 +54,18 @@ extension CuckooTable {
     /// the same table.
     public mutating func update(removing removals: [UInt64], changing changes: [HashBucket.Entry],
                                 adding additions: [HashBucket.Entry]) throws -> Set<Int>? {
-        var position = placements()
         var changed = Set<Int>()
         func takeOut(_ hash: UInt64) throws -> Int {
-            guard let place = position.removeValue(forKey: hash) else { throw PIRError.invalidDatabase("keyword hash \(hash) is not in the table") }
+            guard let place = placement(ofKeywordHash: hash) else { throw PIRError.invalidDatabase("keyword hash \(hash) is not in the table") }
             let entry = buckets[place.bucket].entries.remove(at: place.slot)
             sizes[place.bucket] -= entry.serializedSize
-            for (slot, later) in buckets[place.bucket].entries.enumerated().dropFirst(place.slot) {
-                position[later.keywordHash] = Placement(bucket: place.bucket, slot: slot)
-            }
             changed.insert(place.bucket)
             return place.bucket
         }
         for hash in removals { _ = try takeOut(hash) }
         var reinsert: [HashBucket.Entry] = []
         for entry in changes {
-            guard let place = position[entry.keywordHash] else {
+            guard let place = placement(ofKeywordHash: entry.keywordHash) else {
                 throw PIRError.invalidDatabase("keyword hash \(entry.keywordHash) is not in the table")
             }
             guard entry.serializedSize + 1 <= config.maxSerializedBucketSize else {
@@ -109,9 +96,6 @@ extension CuckooTable {
 extension CuckooTable {
     /// The value stored for a keyword hash, looked up in its candidate buckets; nil when absent.
     public func value(forKeywordHash hash: UInt64) -> [UInt8]? {
-        for b in candidateBuckets(keywordHash: hash) {
-            if let value = buckets[b].value(forKeywordHash: hash) { return value }
-        }
-        return nil
+        placement(ofKeywordHash: hash).map { buckets[$0.bucket].entries[$0.slot].value }
     }
 }

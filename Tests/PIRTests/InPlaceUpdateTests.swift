@@ -59,16 +59,12 @@ struct InPlaceUpdateTests {
             #expect(file == (try encoded(updated)), "round \(round): the patched shard differs from a full encoding")
             table = updated
         }
-        // Tables that are not what a build leaves are refused: an entry outside its candidates, a repeated keyword.
-        var moved = table.buckets
-        let b = moved.firstIndex { !$0.entries.isEmpty }!
-        let other = (b + 1) % moved.count
-        moved[other].entries.append(moved[b].entries[0])
-        #expect(throws: PIRError.self) { try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, buckets: moved) }
-        moved[b].entries.removeFirst()
-        let wrongPlace = table.candidateBuckets(keywordHash: table.buckets[b].entries[0].keywordHash).contains(other)
-        if !wrongPlace {
-            #expect(throws: PIRError.self) { try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, buckets: moved) }
+        // Buckets over their budget, or a bucket list of the wrong length, are refused.
+        var overfull = table.buckets
+        overfull[0].entries += Array(repeating: HashBucket.Entry(keywordHash: 1, value: [UInt8](repeating: 1, count: 100)), count: bucketBytes / 100)
+        #expect(throws: PIRError.self) { try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, buckets: overfull) }
+        #expect(throws: PIRError.self) {
+            try CuckooTable(config: table.config, bucketsPerTable: table.bucketsPerTable, buckets: Array(table.buckets.dropLast()))
         }
         var removedTwice = table
         #expect(throws: PIRError.self) { try removedTwice.update(removing: [entries[0].keywordHash, entries[0].keywordHash], changing: [], adding: []) }
