@@ -3,7 +3,7 @@
 # release build, then a delta of 1% and of 0.1% applied incrementally. Prints wall time, rows/s and peak RSS of
 # each step, bytes on disk per row, shards rewritten and the compact bytes a cluster would move to workers.
 #
-#   bash bench/dataset-scale.sh [ROWS] [WORKDIR]       (default 10000000, /tmp/callveil-scale; needs ~20 GB free)
+#   bash bench/dataset-scale.sh [ROWS] [WORKDIR]       (default 10000000, /tmp/callveil-scale; 100000000 needs ~25 GB free)
 set -euo pipefail
 ROWS=${1:-10000000}
 WORK=${2:-/tmp/callveil-scale}
@@ -52,24 +52,35 @@ run process-identity "$CV" process-db --input kw/identity.csv --output identity 
   --shard-count "$IDENTITY_SHARDS" --fixed-bucket-count "$IDENTITY_FIXED" --max-bucket-size 1024
 
 # Deltas: a third removals, a third value changes, a third additions.
-python3 - "$ROWS" <<'PY'
-import random, sys
-rows = int(sys.argv[1])
+python3 - <<'PY'
+import random
+# Streams the keyword CSVs (two passes, only the picked lines kept), so 100 M rows fit in memory.
 for name in ("block", "identity"):
-    lines = open(f"kw/{name}.csv").read().splitlines()[1:]
+    path = f"kw/{name}.csv"
+    with open(path) as f:
+        n = sum(1 for _ in f) - 1
     rng = random.Random(14)
+    plans = []
     for share, tag in ((0.01, "1pct"), (0.001, "0.1pct")):
-        k = max(int(len(lines) * share) // 3, 1)
-        picked = rng.sample(range(len(lines)), 2 * k)
+        k = max(int(n * share) // 3, 1)
+        picked = rng.sample(range(n), 2 * k)
+        sources = [rng.randrange(n) for _ in range(2 * k)]
+        plans.append((tag, k, picked, sources))
+    wanted = {i for _, _, picked, sources in plans for i in picked + sources}
+    lines = {}
+    with open(path) as f:
+        next(f)
+        for i, line in enumerate(f):
+            if i in wanted:
+                lines[i] = line.rstrip("\n").split(",")
+    for tag, k, picked, sources in plans:
         out = ["op,keyword,value"]
         for i in picked[:k]:
-            out.append("remove," + lines[i].split(",")[0])
-        for i in picked[k:]:
-            kw, value = lines[i].split(",")
-            other = lines[rng.randrange(len(lines))].split(",")[1]
-            out.append(f"change,{kw},{other if other != value else value}")
-        for j in range(k):
-            out.append(f"add,+1999{j:07d},{lines[rng.randrange(len(lines))].split(',')[1]}")
+            out.append("remove," + lines[i][0])
+        for i, s in zip(picked[k:], sources[:k]):
+            out.append(f"change,{lines[i][0]},{lines[s][1]}")
+        for j, s in enumerate(sources[k:]):
+            out.append(f"add,+1999{j:07d},{lines[s][1]}")
         open(f"{name}-delta-{tag}.csv", "w").write("\n".join(out) + "\n")
 PY
 for name in block identity; do

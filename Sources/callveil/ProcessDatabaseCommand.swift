@@ -14,8 +14,8 @@ struct ProcessDatabaseCommand: ParsableCommand {
         discussion: """
         Input: a CSV of `keyword,value` lines (value in hex or base64) of any size, or a protobuf KeywordDatabase (.binpb).
         The input is read once; rows are spilled to per-shard files and the shards are built in parallel.
-        Output, per shard N: <stem>-N.cvshard (CallVeil's shard file), <stem>-N.params.txtpb (pir.v1.PirParameters)
-        and <stem>-N.rows (the shard's rows, for the next update); <stem>.evaluation-key-config.txtpb; and
+        Output, per shard N: <stem>-N.cvshard (CallVeil's shard file: the plaintexts' payloads, which also serve the
+        next update) and <stem>-N.params.txtpb (pir.v1.PirParameters); <stem>.evaluation-key-config.txtpb; and
         <stem>.manifest.json, written last. A failed run leaves the output folder as it was.
 
         Updates: --previous MANIFEST with a new full --input rebuilds only shards whose rows changed; --previous

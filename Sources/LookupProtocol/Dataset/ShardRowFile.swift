@@ -18,8 +18,8 @@ public struct ShardRow: Sendable, Equatable {
 }
 
 /// A shard's rows on disk, in input order: records `hash:u64 | line:u32 | length:u16 | value`, little-endian.
-/// The same layout serves as the temporary spill file of a build and, with lines zeroed, as a version's
-/// `<stem>-<i>.rows` file, whose SHA-256 then identifies the shard's content.
+/// The same layout serves as the temporary spill file of a build and, with lines zeroed, as the `<stem>-<i>.rows`
+/// file of a format-1 version (still read by an update from such a version).
 public enum ShardRowFile {
     /// Bytes of a record before its value.
     static let recordHeader = 14
