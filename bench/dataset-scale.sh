@@ -31,16 +31,19 @@ PY
 }
 rm -f results.tsv
 [ -f ids-$ROWS.csv ] || "$CV" generate-demo --count "$ROWS" --output ids-$ROWS.csv
-run build-db "$CV" build-db --input ids-$ROWS.csv --output kw --format csv
+if [ -n "${REUSE_KW:-}" ] && [ -f kw/identity.csv ]; then echo "reusing kw/ (REUSE_KW)"; else
+  run build-db "$CV" build-db --input ids-$ROWS.csv --output kw --format csv
+fi
 rm -rf block identity
 # A fixed shard configuration (bucket count and 1 KiB buckets) so that updates keep the config id: sized for
-# the input's bytes per shard at 85% load plus 2% room to grow.
+# the input's bytes per shard at 85% load plus 4% room to grow (2% was too little for one of 667 identity shards
+# at 100 M rows).
 read -r BLOCK_FIXED IDENTITY_FIXED < <(python3 - "$BLOCK_SHARDS" "$IDENTITY_SHARDS" <<'PY'
 import math, sys
 out = []
 for name, shards in (("block", int(sys.argv[1])), ("identity", int(sys.argv[2]))):
     total = sum(10 + (len(line.rstrip("\n")) - line.index(",") - 1) // 2 for line in open(f"kw/{name}.csv") if not line.startswith("keyword,"))
-    buckets = math.ceil(total / shards * 1.02 / (1024 * 0.85))
+    buckets = math.ceil(total / shards * 1.04 / (1024 * 0.85))
     out.append(str(buckets + buckets % 2))
 print(" ".join(out))
 PY
@@ -87,7 +90,8 @@ for name in block identity; do
   for tag in 1pct 0.1pct; do
     rm -rf "$name-$tag"; cp -al "$name" "$name-$tag"   # hard links: the update writes new files, the base stays
     run "delta-$name-$tag" "$CV" process-db --previous "$name-$tag/shard.manifest.json" --delta "$name-delta-$tag.csv" --output "$name-$tag"
-    "$CV" db diff "$name/shard.manifest.json" "$name-$tag/shard.manifest.json" | head -4
+    "$CV" db diff "$name/shard.manifest.json" "$name-$tag/shard.manifest.json" > "$name-$tag.diff.txt"
+    head -4 "$name-$tag.diff.txt"
   done
 done
 

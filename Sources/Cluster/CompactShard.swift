@@ -13,15 +13,24 @@ public enum CompactShard {
 
     /// The compact bytes of a shard.
     public static func serialize(_ database: ProcessedDatabase, context: Context) throws -> [UInt8] {
-        let slots = database.tables.first?.count ?? 0
+        try serialize(plaintexts: database.tables.map { table in try table.map { try $0.map { try context.plaintext(fromEval: $0) } } },
+                      context: context)
+    }
+
+    /// The compact bytes of a shard's coefficient-form plaintexts (per sub-table and slot, nil where absent), as a
+    /// shard file of version 2 gives them without any transform.
+    public static func serialize(plaintexts: [[Plaintext?]], context: Context) throws -> [UInt8] {
+        let slots = plaintexts.first?.count ?? 0
         let plaintextBytes = CoefficientPacking.polyByteCount(context: context.plaintextContext)
         var out = magic
-        for v in [UInt32(database.tables.count), UInt32(slots), UInt32(plaintextBytes)] { appendLE(v, &out) }
-        for table in database.tables {
+        for v in [UInt32(plaintexts.count), UInt32(slots), UInt32(plaintextBytes)] { appendLE(v, &out) }
+        for table in plaintexts {
+            guard table.count == slots else { throw ClusterError.badChunk("sub-tables of different slot counts") }
             for slot in table {
                 if let slot {
+                    guard slot.poly.context == context.plaintextContext else { throw ClusterError.badChunk("a plaintext of other parameters") }
                     out.append(1)
-                    out += try context.plaintext(fromEval: slot).serialize()
+                    out += slot.serialize()
                 } else {
                     out.append(0)
                 }

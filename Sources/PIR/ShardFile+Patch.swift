@@ -18,6 +18,16 @@ extension ShardFile {
         }
     }
 
+    /// The coefficient-form plaintexts of a version-2 shard file (nil where absent), per sub-table and slot,
+    /// checked against its SHA-256: what a coordinator sends workers, with no transform on the way. Nil for a
+    /// version-1 file, which holds the evaluation form.
+    public static func plaintexts(_ bytes: [UInt8], context: Context) throws -> [[Plaintext?]]? {
+        let layout = try Layout(bytes, context: context)
+        guard layout.version == 2 else { return nil }
+        try layout.checkDigest(of: bytes)
+        return try (0..<layout.tableCount).map { t in try (0..<layout.slots).map { s in try layout.plaintext(t * layout.slots + s, in: bytes, context: context) } }
+    }
+
     /// Writes re-encoded payloads over a version-2 shard file in memory (and their presence bytes) and recomputes
     /// the file's SHA-256: an in-place update's shard from the previous version's, without encoding the rest.
     public static func patch(_ bytes: inout [UInt8], with changes: [ProcessedDatabase.ChangedSlot], context: Context) throws {

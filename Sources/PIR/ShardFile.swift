@@ -162,6 +162,21 @@ public enum ShardFile {
         /// The stored SHA-256's range.
         var digestRange: Range<Int> { (headerBytes - 32)..<headerBytes }
 
+        /// Throws unless the stored SHA-256 matches the contents.
+        func checkDigest(of bytes: [UInt8]) throws {
+            guard Array(SHA256.hash(data: bytes[headerBytes...])) == Array(bytes[digestRange]) else {
+                throw PIRError.malformedDatabase("shard file checksum mismatch")
+            }
+        }
+
+        /// Version 2: slot `index`'s plaintext in coefficient form, nil when absent.
+        func plaintext(_ index: Int, in bytes: [UInt8], context: Context) throws -> Plaintext? {
+            guard try present(index, in: bytes) else { return nil }
+            let start = payloadOffset + index * slotBytes
+            return try context.encodeCoefficients(DatabaseEncoding.values(of: bytes[start..<(start + slotBytes)],
+                                                                          bitsPerCoefficient: bitsPerCoefficient, degree: context.degree))
+        }
+
         /// Whether slot `index` (over all sub-tables) is present; throws on a bad presence byte.
         func present(_ index: Int, in bytes: [UInt8]) throws -> Bool {
             switch bytes[presenceStart + index] {
@@ -176,9 +191,7 @@ public enum ShardFile {
     /// version 2 payloads are packed into coefficients and transformed to evaluation form.
     public static func deserialize(_ bytes: [UInt8], context: Context) throws -> Contents {
         let layout = try Layout(bytes, context: context)
-        guard Array(SHA256.hash(data: bytes[layout.headerBytes...])) == Array(bytes[layout.digestRange]) else {
-            throw PIRError.malformedDatabase("shard file checksum mismatch")
-        }
+        try layout.checkDigest(of: bytes)
         let ctx = context.ciphertextContext
         let words = ctx.rowCount * context.degree
         var tables: [[EvalPlaintext?]] = []
@@ -187,17 +200,15 @@ public enum ShardFile {
             table.reserveCapacity(layout.slots)
             for s in 0..<layout.slots {
                 let index = t * layout.slots + s
+                if layout.version == 2 {
+                    table.append(try layout.plaintext(index, in: bytes, context: context).map { try context.evalPlaintext($0) })
+                    continue
+                }
                 guard try layout.present(index, in: bytes) else {
                     table.append(nil)
                     continue
                 }
                 let start = layout.payloadOffset + index * layout.slotBytes
-                if layout.version == 2 {
-                    let values = DatabaseEncoding.values(of: bytes[start..<(start + layout.slotBytes)],
-                                                         bitsPerCoefficient: layout.bitsPerCoefficient, degree: context.degree)
-                    table.append(try context.evalPlaintext(try context.encodeCoefficients(values)))
-                    continue
-                }
                 var data = [UInt64](repeating: 0, count: words)
                 for i in 0..<words {
                     let o = start + 4 * i

@@ -240,6 +240,9 @@ struct ClusterTests {
         let rebuilt = try CompactShard.deserialize(compact, parameters: database.parameters, context: context)
         #expect(rebuilt.serializeReferenceFormat() == database.serializeReferenceFormat())
         #expect(compact.count * 5 < database.serializeReferenceFormat().count)
+        // A version-2 shard file's plaintexts go to the same compact bytes without a transform.
+        let plaintexts = try #require(try loaded.shards[0].loadPlaintexts(), "a version-2 shard file gives its plaintexts")
+        #expect(try CompactShard.serialize(plaintexts: plaintexts, context: context) == compact)
 
         let source = TransferSource(bytes: compact, chunkSize: 256)
         let ref = ShardKey(useCase: "u", configID: [1, 2], shard: 0).ref

@@ -15,18 +15,20 @@ extension ClusterCoordinator {
         let configID = version.configuration.configID
         let shardCount = useCase.shards.count
         let logger = self.logger
-        // One shard's evaluation form at a time: only the compact forms are kept.
+        // Shard files that store coefficient-form plaintexts go to the compact form as they are; older ones are
+        // read in evaluation form one at a time and transformed back. Only the compact forms are kept.
         let built = try await ComputePool.detached {
             try zip(useCase.shards, version.configuration.shards).map { source, parameters in
                 let index = source.index
-                let database = try source.load()
                 defer { MulPirServer.releaseFreeMemory() }  // only the compact form is kept
+                let compact = try source.loadPlaintexts().map { try CompactShard.serialize(plaintexts: $0, context: context) }
+                    ?? CompactShard.serialize(try source.load(), context: context)
                 if (index + 1) % 16 == 0 || index + 1 == shardCount {
                     logger.info("shards compacted", metadata: ["usecase": .string(version.name), "done": "\(index + 1)/\(shardCount)"])
                 }
                 let message = ProtoPirParameters(parameters, sharding: version.configuration.sharding,
                                                  keyConfig: version.configuration.keyConfig)
-                let source = TransferSource(bytes: try CompactShard.serialize(database, context: context), chunkSize: chunkBytes)
+                let source = TransferSource(bytes: compact, chunkSize: chunkBytes)
                 let key = ShardKey(useCase: version.name, configID: configID, shard: index)
                 let spec = ShardSpec(key: key, sha256: source.sha256, totalBytes: source.bytes.count,
                                      parameters: try message.serializedBytes(), keyConfigHash: version.configuration.keyConfigHash,

@@ -1,9 +1,9 @@
 import PIR
 
 /// A change to a processed version: CSV lines `add,keyword,value`, `change,keyword,value` and `remove,keyword`
-/// (value in hex or base64, as in the keyword CSV; an `op,…` header on line 1 is skipped). Applied to a shard
-/// it removes rows in place, replaces changed values in place and appends additions in file order, so the
-/// result is byte-identical to a full build of the previous input edited the same way.
+/// (value in hex or base64, as in the keyword CSV; an `op,…` header on line 1 is skipped). A shard is normally
+/// updated in place (`DatasetBuilder.updateInPlace`); one laid out afresh gets the delta applied to its rows:
+/// removals and changes where the rows are, additions appended in file order.
 public struct DatasetDelta: Sendable {
     /// What a line does to its keyword.
     public enum Operation: Sendable, Equatable {
@@ -68,7 +68,7 @@ public struct DatasetDelta: Sendable {
         return DatasetDelta(entries: entries, input: input)
     }
 
-    /// Applies this delta's entries for one shard to that shard's rows.
+    /// Applies this delta's entries for one shard to that shard's rows (for a shard laid out afresh).
     static func apply(_ entries: [Entry], to rows: [ShardRow]) throws -> [ShardRow] {
         var position: [UInt64: Int] = [:]
         position.reserveCapacity(rows.count)

@@ -2,8 +2,9 @@ import Foundation
 import PIR
 
 /// `build-db` for inputs of any size: reads the identities (CSV or text-format `InputIdentities`) once and writes the block and identity keyword
-/// CSVs (`number,hexvalue`) as it goes, so memory does not grow with the dataset (a set of 64-bit number
-/// hashes finds duplicates: 16 bytes per number).
+/// CSVs (`number,hexvalue`) as it goes, so memory does not grow with the dataset except for the table of 64-bit
+/// number hashes that finds duplicates (12 bytes a slot, sized once from the input's size: about 16 bytes per
+/// number).
 public enum IdentityStream {
     /// What a streamed build produced.
     public struct Summary: Sendable {
@@ -25,8 +26,11 @@ public enum IdentityStream {
     public static func build(input: String, blockPath: String, identityPath: String, icons: String?,
                              progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
         var reader = try LineReader(path: input)
-        var sink = try Sink(blockPath: blockPath, identityPath: identityPath, icons: icons)
         let size = reader.size
+        // Reserved once for the numbers the file can hold (~32 bytes a CSV line, ~128 a text-format entry), so the
+        // table does not double while it is full.
+        var sink = try Sink(blockPath: blockPath, identityPath: identityPath, icons: icons,
+                            expected: size / (input.hasSuffix(".txtpb") ? 128 : 32))
         if input.hasSuffix(".txtpb") {
             var splitter = TextProtoEntrySplitter()
             _ = try reader.forEachLine(progress: { progress($0, size) }) { line, bytes in
@@ -65,9 +69,10 @@ public enum IdentityStream {
         let identity: BufferedFileWriter
         let icons: String?
         var summary = Summary()
-        var seen: [UInt64: Int] = [:]
+        var seen: [UInt64: UInt32] = [:]
 
-        init(blockPath: String, identityPath: String, icons: String?) throws {
+        init(blockPath: String, identityPath: String, icons: String?, expected: Int) throws {
+            seen.reserveCapacity(min(max(expected, 1024), 1 << 30))
             block = try BufferedFileWriter(path: blockPath)
             identity = try BufferedFileWriter(path: identityPath)
             self.icons = icons
@@ -86,7 +91,7 @@ public enum IdentityStream {
             if let first = seen[hash] {
                 return problem(DatasetProblem(line: line, "\(record.number) repeats the number of line \(first)"))
             }
-            seen[hash] = line
+            seen[hash] = UInt32(clamping: line)
             if let icons {
                 var one = [record]
                 for p in IdentityDataset.attachIcons(&one, directory: icons) { problem(p) }

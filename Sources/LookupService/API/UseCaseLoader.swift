@@ -37,7 +37,15 @@ public enum UseCaseLoader {
             throw ConfigError("\(useCase.name): no shard file \(stem)-\(index).cvshard or .bin")
         }
         let shards = configuration.shards.enumerated().map { index, shard in
-            ShardSource(index: index) { try readDatabase(stem: stem, shard: index, parameters: shard, context: context) }
+            ShardSource(index: index, read: { try readDatabase(stem: stem, shard: index, parameters: shard, context: context) }, plaintexts: {
+                let ours = "\(stem)-\(index).cvshard"
+                guard FileManager.default.fileExists(atPath: ours) else { return nil }
+                do {
+                    return try plaintexts(of: [UInt8](try Data(contentsOf: URL(fileURLWithPath: ours))), parameters: shard, context: context)
+                } catch {
+                    throw ConfigError("cannot load shard \(index) (\(ours)): \(error)")
+                }
+            })
         }
         return LoadedUseCase(version: UseCaseVersion(name: useCase.name, configuration: configuration, context: context), shards: shards)
     }
@@ -64,16 +72,37 @@ public enum UseCaseLoader {
         }
         let context = try Context(parameters: configuration.encryption)
         let shards = zip(manifest.shards, configuration.shards).map { shard, shardParameters in
-            ShardSource(index: shard.index) {
+            @Sendable func failure(_ error: any Error) -> ConfigError {
+                ConfigError("\(name): cannot load shard \(shard.index) of \(path): \(error)")
+            }
+            return ShardSource(index: shard.index, read: {
                 do {
                     let contents = try ShardFile.deserialize(try DatasetManifest.contents(of: shard.shard, directory: directory), context: context)
                     return try ProcessedDatabase(parameters: shardParameters, tables: contents.tables, context: context)
                 } catch {
-                    throw ConfigError("\(name): cannot load shard \(shard.index) of \(path): \(error)")
+                    throw failure(error)
                 }
-            }
+            }, plaintexts: {
+                do {
+                    return try plaintexts(of: try DatasetManifest.contents(of: shard.shard, directory: directory), parameters: shardParameters,
+                                          context: context)
+                } catch {
+                    throw failure(error)
+                }
+            })
         }
         return LoadedUseCase(version: UseCaseVersion(name: name, configuration: configuration, context: context), shards: shards)
+    }
+
+    /// A version-2 shard file's coefficient-form plaintexts, checked against the shard's parameters; nil for a
+    /// version-1 file.
+    static func plaintexts(of bytes: [UInt8], parameters: MulPirParameters, context: Context) throws -> [[Plaintext?]]? {
+        guard let tables = try ShardFile.plaintexts(bytes, context: context) else { return nil }
+        let slots = parameters.chunkCount * parameters.slotsPerChunk
+        guard tables.count == 1 || tables.count >= parameters.batchSize, tables.allSatisfy({ $0.count == slots }) else {
+            throw PIRError.malformedDatabase("\(tables.count) sub-tables of \(tables.first?.count ?? 0) slots, expected \(slots) each")
+        }
+        return tables
     }
 
     static func countShards(stem: String) throws -> Int {
