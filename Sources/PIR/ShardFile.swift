@@ -5,7 +5,8 @@ import Crypto
 /// with a SHA-256 over everything after the header.
 ///
 /// Version 2 (written now) stores each plaintext's payload, the `bytesPerPlaintext` bytes its coefficients pack
-/// (`slotBytes` per slot, fixed, so a slot is found by arithmetic): a twelfth of the evaluation form's size, and
+/// (`slotBytes` per slot, fixed, so a slot is found by arithmetic): 1/24 of the evaluation form with the
+/// default parameters (4-bit payload coefficients against three 32-bit residues), and
 /// the buckets are readable in place, which is what an incremental update reads and patches. The loader packs
 /// payloads into coefficients and transforms them. Layout (little-endian): `magic "CVSHARD1"`, `version:u32 = 2`,
 /// `headerBytes:u32 = 72`, `parametersBytes:u32`, `tables:u32`, `slotsPerTable:u32`, `slotBytes:u32`,
