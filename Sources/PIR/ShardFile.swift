@@ -31,13 +31,11 @@ public enum ShardFile {
         guard !payloads.isEmpty, payloads.allSatisfy({ $0.count == slots }) else {
             throw PIRError.invalidDatabase("sub-tables of different slot counts")
         }
-        var body: [UInt8] = parameterBlob
-        for table in payloads { for slot in table { body.append(slot == nil ? 0 : 1) } }
-        let payloadOffset = pageAligned(fixedHeaderV2 + body.count)
-        body.append(contentsOf: repeatElement(0, count: payloadOffset - fixedHeaderV2 - body.count))
-        body.reserveCapacity(body.count + payloads.count * slots * slotBytes)
-        for table in payloads {
-            for slot in table {
+        return try assemble(header: [version, UInt32(fixedHeaderV2), UInt32(parameterBlob.count), UInt32(payloads.count), UInt32(slots),
+                                     UInt32(slotBytes), UInt32(parameters.bitsPerCoefficient), UInt32(parameters.encryption.polyDegree)],
+                            parameterBlob: parameterBlob, presence: payloads.flatMap { $0.map { $0 == nil ? 0 : 1 } },
+                            slotBytes: payloads.count * slots * slotBytes) { body in
+            for slot in payloads.joined() {
                 guard let slot else {
                     body.append(contentsOf: repeatElement(0, count: slotBytes))
                     continue
@@ -47,11 +45,19 @@ public enum ShardFile {
                 body.append(contentsOf: repeatElement(0, count: slotBytes - slot.count))
             }
         }
+    }
+
+    /// A shard file: the header fields, their SHA-256 over the body, then the body (the parameters blob, the
+    /// presence bytes, zero padding to a page, and what `slots` appends: `slotBytes` bytes in all).
+    static func assemble(header: [UInt32], parameterBlob: [UInt8], presence: [UInt8], slotBytes: Int,
+                         slots: (inout [UInt8]) throws -> Void) rethrows -> [UInt8] {
+        let headerBytes = magic.count + 4 * header.count + 32
+        var body: [UInt8] = parameterBlob + presence
+        body.append(contentsOf: repeatElement(0, count: pageAligned(headerBytes + body.count) - headerBytes - body.count))
+        body.reserveCapacity(body.count + slotBytes)
+        try slots(&body)
         var out = magic
-        for v in [version, UInt32(fixedHeaderV2), UInt32(parameterBlob.count), UInt32(payloads.count), UInt32(slots), UInt32(slotBytes),
-                  UInt32(parameters.bitsPerCoefficient), UInt32(parameters.encryption.polyDegree)] {
-            appendLE(v, to: &out)
-        }
+        for v in header { appendLE(v, to: &out) }
         out.append(contentsOf: SHA256.hash(data: body))
         out.append(contentsOf: body)
         return out
@@ -67,13 +73,11 @@ public enum ShardFile {
         let rows = ctx.rowCount
         let n = context.degree
         let slots = database.tables[0].count
-        var body: [UInt8] = parameterBlob
-        for table in database.tables { for slot in table { body.append(slot == nil ? 0 : 1) } }
-        let matrixOffset = pageAligned(fixedHeader + body.count)
-        body.append(contentsOf: repeatElement(0, count: matrixOffset - fixedHeader - body.count))
-        body.reserveCapacity(body.count + database.tables.count * slots * rows * n * 4)
-        for table in database.tables {
-            for slot in table {
+        return assemble(header: [1, UInt32(fixedHeader), UInt32(parameterBlob.count), UInt32(database.tables.count), UInt32(slots),
+                                 UInt32(rows), UInt32(n)],
+                        parameterBlob: parameterBlob, presence: database.tables.flatMap { $0.map { $0 == nil ? 0 : 1 } },
+                        slotBytes: database.tables.count * slots * rows * n * 4) { body in
+            for slot in database.tables.joined() {
                 if let slot {
                     for v in slot.poly.data { appendLE(UInt32(truncatingIfNeeded: v), to: &body) }
                 } else {
@@ -81,14 +85,6 @@ public enum ShardFile {
                 }
             }
         }
-        var out = magic
-        for v in [1, UInt32(fixedHeader), UInt32(parameterBlob.count), UInt32(database.tables.count), UInt32(slots),
-                  UInt32(rows), UInt32(n)] {
-            appendLE(v, to: &out)
-        }
-        out.append(contentsOf: SHA256.hash(data: body))
-        out.append(contentsOf: body)
-        return out
     }
 
     /// The contents of a shard file.
