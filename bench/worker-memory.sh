@@ -99,11 +99,13 @@ echo "phones, every answer checked against identities.csv:"
 phones first
 
 for cache in cold warm; do
+  echo "$cache restart: w1 killed at $(date -u +%H:%M:%S.%3N)"
   kill -9 "$worker"
   wait "$worker" 2>/dev/null || true
   sleep 1
   if [ "$cache" = cold ] && [ -w /proc/sys/vm/drop_caches ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
   t=$(now)
+  echo "$cache restart: w1 started at $(date -u +%H:%M:%S.%3N)"
   start_worker
   sleep 0.3
   wait_converged
