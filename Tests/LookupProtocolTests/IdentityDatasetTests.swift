@@ -179,4 +179,28 @@ struct IdentityDatasetTests {
         #expect(lines == [2, 5, 6, 7, 8], "\(report.problems)")
         #expect(try Self.keywordLines("\(directory)/b-block.csv") == ["+14155550100,01"])
     }
+
+    @Test("streamed CSV: repeated numbers keep their first row, are reported with both lines, and leave no spill behind")
+    func streamedDuplicates() throws {
+        let directory = NSTemporaryDirectory() + "callveil-dups-\(UInt64.random(in: 0...UInt64.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var csv = "number,name,category,block,cache_minutes\n"
+        for i in 0..<2000 { csv += "+1415555\(String(format: "%04d", i)),Name \(i),PERSON,\(i % 7 == 0 ? 1 : 0),5\n" }
+        csv += "+14155550007,Again,PERSON,0,5\n"   // line 2002: repeats line 9 (blocked, named)
+        csv += "+14155551999,,,1,0\n"               // line 2003: repeats line 2001, without an identity
+        csv += "+14155550007,,,0,0\n"               // line 2004: repeats line 9 again
+        try csv.write(toFile: "\(directory)/ids.csv", atomically: true, encoding: .utf8)
+        let summary = try IdentityStream.build(input: "\(directory)/ids.csv", blockPath: "\(directory)/block.csv",
+                                               identityPath: "\(directory)/identity.csv", icons: nil)
+        #expect(summary.problems.map(\.line) == [2002, 2003, 2004], "\(summary.problems)")
+        #expect(summary.problems[0].description.contains("+14155550007 repeats the number of line 9"))
+        #expect(summary.problems[1].description.contains("line 2001"))
+        #expect(summary.numbers == 2000 && summary.identities == 2000 && summary.blocked == (0..<2000).filter { $0 % 7 == 0 }.count)
+        let block = try Self.keywordLines("\(directory)/block.csv")
+        let identity = try Self.keywordLines("\(directory)/identity.csv")
+        #expect(block.count == 2000 && identity.count == 2000)
+        #expect(block.contains("+14155550007,01") && !block.contains("+14155550007,00"), "the first row of a repeated number is kept")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["block.csv", "identity.csv", "ids.csv"])
+    }
 }

@@ -2,9 +2,9 @@ import Foundation
 import PIR
 
 /// `build-db` for inputs of any size: reads the identities (CSV or text-format `InputIdentities`) once and writes the block and identity keyword
-/// CSVs (`number,hexvalue`) as it goes, so memory does not grow with the dataset except for the table of 64-bit
-/// number hashes that finds duplicates (12 bytes a slot, sized once from the input's size: about 16 bytes per
-/// number).
+/// CSVs (`number,hexvalue`) as it goes, so memory does not grow with the dataset: repeated numbers are found
+/// afterwards by `DuplicateFinder` (hashes spilled to partition files, each sorted alone) and, only when there
+/// are some, taken out of the outputs in one more pass.
 public enum IdentityStream {
     /// What a streamed build produced.
     public struct Summary: Sendable {
@@ -27,10 +27,9 @@ public enum IdentityStream {
                              progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
         var reader = try LineReader(path: input)
         let size = reader.size
-        // Reserved once for the numbers the file can hold (~32 bytes a CSV line, ~128 a text-format entry), so the
-        // table does not double while it is full.
-        var sink = try Sink(blockPath: blockPath, identityPath: identityPath, icons: icons,
-                            expected: size / (input.hasSuffix(".txtpb") ? 128 : 32))
+        let spill = blockPath + ".numbers"
+        defer { try? FileManager.default.removeItem(atPath: spill) }
+        var sink = try Sink(blockPath: blockPath, identityPath: identityPath, icons: icons, spill: spill)
         if input.hasSuffix(".txtpb") {
             var splitter = TextProtoEntrySplitter()
             _ = try reader.forEachLine(progress: { progress($0, size) }) { line, bytes in
@@ -63,16 +62,19 @@ public enum IdentityStream {
         return try sink.close()
     }
 
-    /// Writes records to the two keyword CSVs, skipping (and reporting) repeated numbers.
+    /// Writes records to the two keyword CSVs; at the end, takes repeated numbers out again (keeping the first)
+    /// and reports them.
     private struct Sink {
         let block: BufferedFileWriter
         let identity: BufferedFileWriter
         let icons: String?
+        let numbers: DuplicateFinder
         var summary = Summary()
-        var seen: [UInt64: UInt32] = [:]
+        var blockLines: UInt32 = 0
+        var identityLines: UInt32 = 0
 
-        init(blockPath: String, identityPath: String, icons: String?, expected: Int) throws {
-            seen.reserveCapacity(min(max(expected, 1024), 1 << 30))
+        init(blockPath: String, identityPath: String, icons: String?, spill: String) throws {
+            numbers = try DuplicateFinder(directory: spill)
             block = try BufferedFileWriter(path: blockPath)
             identity = try BufferedFileWriter(path: identityPath)
             self.icons = icons
@@ -87,29 +89,69 @@ public enum IdentityStream {
 
         mutating func add(_ record: IdentityRecord, line: Int) throws {
             var record = record
-            let hash = KeywordHash.hash(Array(record.number.utf8))
-            if let first = seen[hash] {
-                return problem(DatasetProblem(line: line, "\(record.number) repeats the number of line \(first)"))
-            }
-            seen[hash] = UInt32(clamping: line)
             if let icons {
                 var one = [record]
                 for p in IdentityDataset.attachIcons(&one, directory: icons) { problem(p) }
                 record = one[0]
             }
             try block.write("\(record.number),\(record.blockValue.hexString)\n")
+            blockLines += 1
+            var identityLine: UInt32 = 0
             if let value = try record.callIdentity() {
                 try identity.write("\(record.number),\(value.hexString)\n")
                 summary.identities += 1
+                identityLines += 1
+                identityLine = identityLines
             }
             summary.numbers += 1
             if record.block { summary.blocked += 1 }
+            try numbers.add(.init(hash: KeywordHash.hash(Array(record.number.utf8)), line: UInt32(clamping: line), blockLine: blockLines,
+                                  identityLine: identityLine, blocked: record.block))
         }
 
-        func close() throws -> Summary {
+        mutating func close() throws -> Summary {
             try block.close()
             try identity.close()
+            let repeats = try numbers.finish()
+            guard !repeats.isEmpty else { return summary }
+            let dropped = try Self.remove(lines: Set(repeats.map(\.occurrence.blockLine)), from: block.path)
+            _ = try Self.remove(lines: Set(repeats.compactMap { $0.occurrence.identityLine == 0 ? nil : $0.occurrence.identityLine }),
+                                from: identity.path)
+            var found = summary.problems
+            for r in repeats {
+                summary.numbers -= 1
+                if r.occurrence.blocked { summary.blocked -= 1 }
+                if r.occurrence.identityLine != 0 { summary.identities -= 1 }
+                summary.problemCount += 1
+                let number = dropped[r.occurrence.blockLine] ?? "the number"
+                if found.count < 200 {
+                    found.append(DatasetProblem(line: Int(r.occurrence.line), "\(number) repeats the number of line \(r.firstLine)"))
+                }
+            }
+            summary.problems = Array(found.sorted { ($0.line ?? 0) < ($1.line ?? 0) }.prefix(100))
             return summary
+        }
+
+        /// Rewrites a keyword CSV without the given 1-based data lines; returns their keywords by line.
+        static func remove(lines: Set<UInt32>, from path: String) throws -> [UInt32: String] {
+            guard !lines.isEmpty else { return [:] }
+            var reader = try LineReader(path: path)
+            let out = try BufferedFileWriter(path: path + ".dedup")
+            var removed: [UInt32: String] = [:]
+            _ = try reader.forEachLine { line, bytes in
+                let data = UInt32(clamping: line - 1)  // line 1 is the header
+                if line > 1, lines.contains(data) {
+                    removed[data] = String(decoding: bytes.prefix { $0 != 44 }, as: UTF8.self)
+                    return
+                }
+                try out.write(bytes)
+                try out.write([10])
+            }
+            try out.close()
+            guard rename(path + ".dedup", path) == 0 else {
+                throw DatasetError.unreadable(path: path, why: "cannot replace (errno \(errno))")
+            }
+            return removed
         }
     }
 }
