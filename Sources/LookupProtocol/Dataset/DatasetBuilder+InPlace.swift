@@ -18,16 +18,11 @@ extension DatasetBuilder {
         /// Reads shard `index` of `previous` (format 2).
         init(_ index: Int, of previous: Previous, engine: ProcessingOptions, context: Context) throws {
             let old = previous.manifest.shards[index]
-            let path = "\(previous.directory)/\(old.parameters.path)"
+            parameters = try previous.parameters(of: old)
             do {
-                parameters = try ProtoPirParameters(textFormatString: String(decoding: try DatasetManifest.contents(of: old.parameters,
-                                                                                                                   directory: previous.directory),
-                                                                             as: UTF8.self))
                 pir = try parameters.native()
-            } catch let error as DatasetError {
-                throw error
             } catch {
-                throw DatasetError.badManifest("\(path): \(error)")
+                throw DatasetError.badManifest("\(previous.directory)/\(old.parameters.path): \(error)")
             }
             bytes = try DatasetManifest.contents(of: old.shard, directory: previous.directory)
             do {
@@ -67,15 +62,11 @@ extension DatasetBuilder {
         func changes(applying entries: [DatasetDelta.Entry]) throws -> Changes {
             var changes = Changes()
             for entry in entries {
-                let present = table.value(forKeywordHash: entry.hash) != nil
-                switch (entry.operation, present) {
-                case (.add(let value), false): changes.additions.append(HashBucket.Entry(keywordHash: entry.hash, value: value))
-                case (.add, true):
-                    throw DatasetError.deltaConflict(line: entry.line, why: "adds a keyword the previous version has (use change)")
-                case (.change(let value), true): changes.changes.append(HashBucket.Entry(keywordHash: entry.hash, value: value))
-                case (.remove, true): changes.removals.append(entry.hash)
-                case (.change, false), (.remove, false):
-                    throw DatasetError.deltaConflict(line: entry.line, why: "names a keyword the previous version does not have")
+                try entry.check(present: table.placement(ofKeywordHash: entry.hash) != nil)
+                switch entry.operation {
+                case .add(let value): changes.additions.append(HashBucket.Entry(keywordHash: entry.hash, value: value))
+                case .change(let value): changes.changes.append(HashBucket.Entry(keywordHash: entry.hash, value: value))
+                case .remove: changes.removals.append(entry.hash)
                 }
             }
             return changes

@@ -145,19 +145,9 @@ extension DatasetBuilder {
     /// Keeps a previous shard: its entry stays; its files are linked (or copied) into staging when the new
     /// version goes to another folder.
     func keep(_ shard: DatasetManifest.Shard, from previous: Previous, staging: String) throws -> Built {
-        let parameters = try previousParameters(shard, of: previous)
+        let parameters = try previous.parameters(of: shard)
         try carry([shard.shard, shard.parameters, shard.rowFile].compactMap { $0 }, from: previous, staging: staging)
         return Built(shard: shard, parameters: parameters, rebuilt: false, reencoded: 0, bytes: 0)
-    }
-
-    /// A previous shard's `PirParameters`.
-    func previousParameters(_ shard: DatasetManifest.Shard, of previous: Previous) throws -> ProtoPirParameters {
-        let path = "\(previous.directory)/\(shard.parameters.path)"
-        do {
-            return try ProtoPirParameters(textFormatString: try String(contentsOfFile: path, encoding: .utf8))
-        } catch {
-            throw DatasetError.badManifest("cannot read \(path): \(error)")
-        }
     }
 
     /// Links (or copies) files of the previous version into staging when the new version goes to another folder.

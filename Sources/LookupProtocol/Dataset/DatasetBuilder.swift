@@ -87,6 +87,16 @@ public struct DatasetBuilder: Sendable {
             manifest = try DatasetManifest.read(path: path)
             directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         }
+
+        /// A shard's `PirParameters`, its file checked against the manifest.
+        func parameters(of shard: DatasetManifest.Shard) throws -> ProtoPirParameters {
+            let bytes = try DatasetManifest.contents(of: shard.parameters, directory: directory)
+            do {
+                return try ProtoPirParameters(textFormatString: String(decoding: bytes, as: UTF8.self))
+            } catch {
+                throw DatasetError.badManifest("cannot read \(directory)/\(shard.parameters.path): \(error)")
+            }
+        }
     }
 
     /// Builds a version from a full input (CSV or `.binpb`). With `previous`, unchanged shards are kept.

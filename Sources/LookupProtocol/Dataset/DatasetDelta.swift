@@ -23,6 +23,17 @@ public struct DatasetDelta: Sendable {
         public let line: Int
         /// The operation.
         public let operation: Operation
+
+        /// Throws unless the line fits a version where its keyword is `present` (or not): add only a new keyword,
+        /// change or remove only an existing one.
+        func check(present: Bool) throws {
+            switch (operation, present) {
+            case (.add, true): throw DatasetError.deltaConflict(line: line, why: "adds a keyword the previous version has (use change)")
+            case (.change, false), (.remove, false):
+                throw DatasetError.deltaConflict(line: line, why: "names a keyword the previous version does not have")
+            default: return
+            }
+        }
     }
 
     /// The entries in file order, at most one per keyword.
@@ -76,19 +87,17 @@ public struct DatasetDelta: Sendable {
         var result: [ShardRow?] = rows
         for entry in entries {
             let line = UInt32(clamping: entry.line)
-            switch (entry.operation, position[entry.hash]) {
-            case (.add(let value), nil):
+            let at = position[entry.hash]
+            try entry.check(present: at != nil)
+            switch entry.operation {
+            case .add(let value):
                 position[entry.hash] = result.count
                 result.append(ShardRow(hash: entry.hash, line: line, value: value))
-            case (.add, _?):
-                throw DatasetError.deltaConflict(line: entry.line, why: "adds a keyword the previous version has (use change)")
-            case (.change(let value), let at?):
-                result[at] = ShardRow(hash: entry.hash, line: line, value: value)
-            case (.remove, let at?):
-                result[at] = nil
+            case .change(let value):
+                result[at!] = ShardRow(hash: entry.hash, line: line, value: value)
+            case .remove:
+                result[at!] = nil
                 position[entry.hash] = nil
-            case (.change, nil), (.remove, nil):
-                throw DatasetError.deltaConflict(line: entry.line, why: "names a keyword the previous version does not have")
             }
         }
         return result.compactMap { $0 }
