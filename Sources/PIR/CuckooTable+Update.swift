@@ -68,9 +68,7 @@ extension CuckooTable {
             guard let place = placement(ofKeywordHash: entry.keywordHash) else {
                 throw PIRError.invalidDatabase("keyword hash \(entry.keywordHash) is not in the table")
             }
-            guard entry.serializedSize + 1 <= config.maxSerializedBucketSize else {
-                throw PIRError.invalidDatabase("a value of \(entry.value.count) bytes does not fit a bucket of \(config.maxSerializedBucketSize) bytes")
-            }
+            try Self.checkFits(entry, config: config)
             let old = buckets[place.bucket].entries[place.slot]
             if sizes[place.bucket] - old.serializedSize + entry.serializedSize <= config.maxSerializedBucketSize {
                 buckets[place.bucket].entries[place.slot] = entry
@@ -84,18 +82,9 @@ extension CuckooTable {
         touched = changed
         defer { touched = nil }
         for entry in (reinsert + additions).sorted(by: { $0.keywordHash < $1.keywordHash }) {
-            guard entry.serializedSize + 1 <= config.maxSerializedBucketSize, entry.value.count <= HashBucket.maxValueLength else {
-                throw PIRError.invalidDatabase("a value of \(entry.value.count) bytes does not fit a bucket of \(config.maxSerializedBucketSize) bytes")
-            }
+            try Self.checkFits(entry, config: config)
             guard try insert(entry) else { return nil }
         }
         return touched
-    }
-}
-
-extension CuckooTable {
-    /// The value stored for a keyword hash, looked up in its candidate buckets; nil when absent.
-    public func value(forKeywordHash hash: UInt64) -> [UInt8]? {
-        placement(ofKeywordHash: hash).map { buckets[$0.bucket].entries[$0.slot].value }
     }
 }

@@ -27,9 +27,7 @@ public struct CuckooTable: Sendable {
     public init(config: CuckooTableConfig, entries: [HashBucket.Entry], seed: UInt64 = defaultSeed) throws {
         self.config = config
         let h = config.hashFunctionCount
-        for e in entries where e.serializedSize + 1 > config.maxSerializedBucketSize || e.value.count > HashBucket.maxValueLength {
-            throw PIRError.invalidDatabase("a value of \(e.value.count) bytes does not fit a bucket of \(config.maxSerializedBucketSize) bytes")
-        }
+        for e in entries { try Self.checkFits(e, config: config) }
         let total: Int
         switch config.bucketCount {
         case let .allowExpansion(_, load):
@@ -47,6 +45,13 @@ public struct CuckooTable: Sendable {
     }
 
     static func roundUp(_ x: Int, to m: Int) -> Int { ((max(x, 1) + m - 1) / m) * m }
+
+    /// Throws unless `entry` fits an empty bucket of `config` (and its value a u16 length).
+    static func checkFits(_ entry: HashBucket.Entry, config: CuckooTableConfig) throws {
+        guard entry.serializedSize + 1 <= config.maxSerializedBucketSize, entry.value.count <= HashBucket.maxValueLength else {
+            throw PIRError.invalidDatabase("a value of \(entry.value.count) bytes does not fit a bucket of \(config.maxSerializedBucketSize) bytes")
+        }
+    }
 
     /// Global bucket numbers of the candidates of a keyword hash (one per sub-table).
     public func candidateBuckets(keywordHash: UInt64) -> [Int] {

@@ -7,7 +7,8 @@ extension KeywordDatabaseProcessor {
     }
 
     /// The cuckoo table a shard's payloads hold, for `parameters` and `config`: every bucket parsed back from its
-    /// plaintexts and checked (candidates, budget, no repeated keyword), the start of an in-place update.
+    /// plaintexts and checked against its budget (placements are trusted, see `CuckooTable.init(config:bucketsPerTable:buckets:)`),
+    /// the start of an in-place update.
     public static func restore(payloads: [[[UInt8]?]], parameters: MulPirParameters, config: CuckooTableConfig) throws -> CuckooTable {
         let slots = parameters.slotsPerChunk * parameters.chunkCount
         guard payloads.count == config.hashFunctionCount, payloads.allSatisfy({ $0.count == slots }) else {
