@@ -8,14 +8,7 @@ extension ShardFile {
     public static func payloads(_ bytes: [UInt8], context: Context) throws -> [[[UInt8]?]] {
         let layout = try Layout(bytes, context: context)
         guard layout.version == 2 else { throw PIRError.malformedDatabase("a version-1 shard file stores no payloads") }
-        return try (0..<layout.tableCount).map { t in
-            try (0..<layout.slots).map { s in
-                let index = t * layout.slots + s
-                guard try layout.present(index, in: bytes) else { return nil }
-                let start = layout.payloadOffset + index * layout.slotBytes
-                return Array(bytes[start..<(start + layout.slotBytes)])
-            }
-        }
+        return try (0..<layout.tableCount).map { t in try (0..<layout.slots).map { s in try layout.payload(t * layout.slots + s, in: bytes).map(Array.init) } }
     }
 
     /// The coefficient-form plaintexts of a version-2 shard file (nil where absent), per sub-table and slot,

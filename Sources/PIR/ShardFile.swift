@@ -166,12 +166,18 @@ public enum ShardFile {
             }
         }
 
-        /// Version 2: slot `index`'s plaintext in coefficient form, nil when absent.
-        func plaintext(_ index: Int, in bytes: [UInt8], context: Context) throws -> Plaintext? {
+        /// Slot `index`'s stored bytes (over all sub-tables), nil when absent.
+        func payload(_ index: Int, in bytes: [UInt8]) throws -> ArraySlice<UInt8>? {
             guard try present(index, in: bytes) else { return nil }
             let start = payloadOffset + index * slotBytes
-            return try context.encodeCoefficients(DatabaseEncoding.values(of: bytes[start..<(start + slotBytes)],
-                                                                          bitsPerCoefficient: bitsPerCoefficient, degree: context.degree))
+            return bytes[start..<(start + slotBytes)]
+        }
+
+        /// Version 2: slot `index`'s plaintext in coefficient form, nil when absent.
+        func plaintext(_ index: Int, in bytes: [UInt8], context: Context) throws -> Plaintext? {
+            try payload(index, in: bytes).map {
+                try context.encodeCoefficients(DatabaseEncoding.values(of: $0, bitsPerCoefficient: bitsPerCoefficient, degree: context.degree))
+            }
         }
 
         /// Whether slot `index` (over all sub-tables) is present; throws on a bad presence byte.
@@ -201,11 +207,11 @@ public enum ShardFile {
                     table.append(try layout.plaintext(index, in: bytes, context: context).map { try context.evalPlaintext($0) })
                     continue
                 }
-                guard try layout.present(index, in: bytes) else {
+                guard let slot = try layout.payload(index, in: bytes) else {
                     table.append(nil)
                     continue
                 }
-                let start = layout.payloadOffset + index * layout.slotBytes
+                let start = slot.startIndex
                 var data = [UInt64](repeating: 0, count: words)
                 for i in 0..<words {
                     let o = start + 4 * i
