@@ -28,7 +28,7 @@ echo "chaos: seed $seed (CALLVEIL_SEED=$seed to repeat), $phones phones, at leas
 netns_build
 trap netns_cleanup EXIT
 netns_up
-fail() { echo "chaos: FAIL ($*)"; tail -5 "$work"/*.log 2>/dev/null; exit 1; }
+fail() { echo "chaos: FAIL ($*)"; tail -n 5 "$work"/*.log 2>/dev/null; exit 1; }
 
 # Data, all prepared before the load starts: A (served first), B (one number's block value flipped, same
 # bucket count, so the same config id) and C (B's data with another bucket count: a new config id).

@@ -94,7 +94,7 @@ netns_start_worker() {
 wait_for() {
   local what=$1; shift
   for _ in $(seq 1 300); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.2; done
-  echo "$tag: FAIL (timed out waiting for $what)"; tail -5 "$work"/*.log; exit 1
+  echo "$tag: FAIL (timed out waiting for $what)"; tail -n 5 "$work"/*.log; exit 1
 }
 
 health() { curl -sf --max-time 5 "$admin_url/healthz"; }
