@@ -63,7 +63,7 @@ YAML
 converged() { curl -sf --max-time 5 http://127.0.0.1:19090/healthz | python3 -c "import json,sys; sys.exit(0 if json.load(sys.stdin)['executor']['converged'] else 1)"; }
 wait_converged() {
   for _ in $(seq 1 3000); do converged 2>/dev/null && return 0; sleep 0.2; done
-  echo "timed out waiting for convergence"; tail -5 "$run"/*.log; exit 1
+  echo "timed out waiting for convergence"; tail -n 5 "$run"/*.log; exit 1
 }
 start_worker() {
   "$CV" worker --coordinator tcp://127.0.0.1:15555 --server-key "$coordinator_key" --key-file "$run/w1.key" --data-dir "$run/data-w1" \
