@@ -12,6 +12,14 @@ ips=(10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4)
 bridge=cvbr0 bridge_ip=10.77.0.254
 netns_build
 trap netns_cleanup EXIT
+
+# A Z85 key may begin with '-' (1 key in 85): the worker must take it as --server-key's value, not as an option.
+# Here the parse succeeds and the run stops at the missing key file.
+dash_key="-$(printf '0%.0s' $(seq 39))"
+if "$bin" worker --coordinator tcp://127.0.0.1:1 --server-key "$dash_key" --key-file "$work/absent.key" \
+    --data-dir "$work/unused" 2>&1 | grep -q "Missing value"; then
+  echo "$tag: FAIL (a server key beginning with '-' is not accepted)"; exit 1
+fi
 netns_up
 
 # Data: a demo dataset processed into shards (4 block shards, 2 identity shards).

@@ -29,7 +29,8 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "This worker's CURVE key file (callveil keygen); required for tcp:// coordinators.")
     var keyFile: String?
 
-    @Option(help: "The coordinator's CURVE public key (Z85).")
+    /// Parsed unconditionally: a Z85 key may begin with `-`, which would otherwise read as an option.
+    @Option(parsing: .unconditional, help: "The coordinator's CURVE public key (Z85, 40 characters; may begin with '-').")
     var serverKey: String?
 
     @Option(help: "MiB of shard databases held in memory; shards beyond it are served from mapped scan files (default: no limit).")
@@ -54,6 +55,9 @@ struct WorkerCommand: AsyncParsableCommand {
         if coordinator.hasPrefix("tcp://") {
             guard let keyFile, let serverKey else {
                 throw ValidationError("a tcp:// coordinator needs --key-file and --server-key (CURVE)")
+            }
+            guard CurveKeyPair.isZ85Key(serverKey) else {
+                throw ValidationError("--server-key must be a Z85 CURVE public key of 40 characters")
             }
             options.curve = (try CurveKeyFile.read(keyFile), serverKey)
         }
