@@ -9,7 +9,8 @@
 //   PrivacyPass    Privacy Pass token type 2 (blind RSA): token keys, requests, issuance, tokens, verification
 //   ZeroMQ, LZ4    Swift wrappers over libzmq and liblz4 (system-library targets CZeroMQ, CLZ4)
 //   Cluster        coordinator-worker transport: socket loops, message codec, compact shards, transfer, placement
-//   LookupService  the Live Caller ID Lookup HTTP service: use cases, evaluation-key store, query execution
+//   LookupService  the Live Caller ID Lookup HTTP service: use cases, evaluation-key and nonce stores (SQLite or
+//                  PostgreSQL), query execution
 //   LookupCluster  the cluster roles: coordinator (membership, reconciliation, routing, transfer, keys, health) and
 //                  worker, the desired-state store, the cluster config; a ShardExecutor for LookupService
 //   LookupClient   a device-like client over HTTP (config sync, key upload, queries), for tools and tests
@@ -56,6 +57,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
     ],
     targets: [
         .target(
@@ -105,6 +108,8 @@ let package = Package(
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),
                            .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Metrics", package: "swift-metrics"),
                            .product(name: "Prometheus", package: "swift-prometheus"),
@@ -177,7 +182,9 @@ let package = Package(
             dependencies: ["LookupProtocol", "LookupService", "LookupClient", "PIR",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                           .product(name: "Logging", package: "swift-log")],
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/ServiceTestSupport",
             swiftSettings: strict),
         .testTarget(

@@ -5,16 +5,16 @@ import ServiceTestSupport
 import Synchronization
 import Testing
 
-/// The SQLite evaluation-key store: replace on re-upload, timestamps verbatim, expiry by age, durability, the size
-/// limit with oldest-first eviction and its counters.
+/// The evaluation-key stores, SQLite and PostgreSQL, with the same test bodies: replace on re-upload, timestamps
+/// verbatim, expiry by age, durability, the size limit with oldest-first eviction and its counters.
 @Suite("Evaluation-key store")
 struct KeyStoreTests {
-    @Test("Keys are replaced, expire after the maximum age, and persist across reopening")
-    func storeAndExpire() async throws {
-        let path = try temporaryDirectory() + "/keys.sqlite"
+    @Test("Keys are replaced, expire after the maximum age, and persist across reopening", arguments: StoreBackend.allCases)
+    func storeAndExpire(backend: StoreBackend) async throws {
+        let database = try await backend.database()
         let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
         let clock: @Sendable () -> Date = { now.withLock { $0 } }
-        let store = try SQLiteEvaluationKeyStore(path: path, maxAge: 3600, clock: clock)
+        let store = try await database.openKeyStore(maxAge: 3600, clock: clock)
         let id = [UInt8](repeating: 7, count: 32)
         let bytes = (0..<1000).map { UInt8(truncatingIfNeeded: $0 * 31) }
         try await store.store(.init(user: "u1", identifier: id, timestamp: UInt64.max - 1, uploadedAt: clock(), serialized: bytes))
@@ -26,10 +26,12 @@ struct KeyStoreTests {
         #expect(try await store.count() == 2)
         #expect(try await store.timestamp(user: "u3", identifier: id) == nil)
 
-        let reopened = try SQLiteEvaluationKeyStore(path: path, maxAge: 3600, clock: clock)
+        let reopened = try await database.openKeyStore(maxAge: 3600, batchSize: 1, clock: clock)
         #expect(try await reopened.timestamp(user: "u2", identifier: id) == 6)
-        let attributes = try FileManager.default.attributesOfItem(atPath: path)
-        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        if case .sqlite(let directory) = database {
+            let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/keys.sqlite")
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        }
 
         now.withLock { $0 = $0.addingTimeInterval(3601) }
         #expect(try await reopened.timestamp(user: "u1", identifier: id) == nil)
@@ -38,12 +40,13 @@ struct KeyStoreTests {
         #expect(try await reopened.purgeExpired() == 2)
     }
 
-    @Test("Beyond its size limit the store evicts the keys uploaded longest ago, never the one just written")
-    func sizeLimitEvictsOldest() async throws {
-        let path = try temporaryDirectory() + "/keys.sqlite"
+    @Test("Beyond its size limit the store evicts the keys uploaded longest ago, never the one just written",
+          arguments: StoreBackend.allCases)
+    func sizeLimitEvictsOldest(backend: StoreBackend) async throws {
+        let database = try await backend.database()
         let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
         let clock: @Sendable () -> Date = { now.withLock { $0 } }
-        let store = try SQLiteEvaluationKeyStore(path: path, maxAge: 3600, maxBytes: 3000, clock: clock)
+        let store = try await database.openKeyStore(maxAge: 3600, maxBytes: 3000, batchSize: 2, clock: clock)
         let id = [UInt8](repeating: 7, count: 32)
         func put(_ user: String, bytes: Int) async throws -> KeyStoreUsage {
             now.withLock { $0 = $0.addingTimeInterval(1) }
@@ -64,7 +67,7 @@ struct KeyStoreTests {
         // Purging and reopening keep the counters true.
         now.withLock { $0 = $0.addingTimeInterval(7200) }
         #expect(try await store.purgeExpired() == 1)
-        #expect(try await SQLiteEvaluationKeyStore(path: path, maxBytes: 3000).usage() == KeyStoreUsage(keys: 0, bytes: 0))
+        #expect(try await database.openKeyStore(maxBytes: 3000).usage() == KeyStoreUsage(keys: 0, bytes: 0))
     }
 
     @Test("A store written before the usage counters is migrated with its keys counted")

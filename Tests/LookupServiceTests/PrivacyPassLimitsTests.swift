@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LookupClient
 import LookupProtocol
 import LookupService
@@ -9,7 +8,7 @@ import Synchronization
 import Testing
 
 /// Privacy Pass under abuse: oversized issuance bodies, issuance floods from one user token, tokens minted for
-/// another issuer name, and a nonce store that stays bounded and cheap to forget.
+/// another issuer name (the nonce stores themselves: NonceStoreTests).
 @Suite("Privacy Pass limits")
 struct PrivacyPassLimitsTests {
     static let deviceHeaders = [("User-Identifier", "pp-limits"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
@@ -79,44 +78,5 @@ struct PrivacyPassLimitsTests {
             }
             await server.stop()
         }
-    }
-
-    static func nonce(_ i: Int) -> [UInt8] { [UInt8](repeating: UInt8(i & 0xff), count: 31) + [UInt8(i >> 8)] }
-
-    @Test("Nonce store: per-key forgetting (empty and non-empty key lists), a cap per key, migration from one table")
-    func nonceStore() async throws {
-        let directory = try temporaryDirectory()
-        let a = [UInt8](repeating: 0xA1, count: 32), b = [UInt8](repeating: 0xB2, count: 32)
-        let store = try SQLiteNonceStore(path: "\(directory)/n.sqlite", maxPerKey: 5)
-        for i in 0..<5 { #expect(try await store.spend(nonce: Self.nonce(i), keyID: a)) }
-        for i in 0..<3 { #expect(try await store.spend(nonce: Self.nonce(i), keyID: b)) }
-        #expect(try await !store.spend(nonce: Self.nonce(1), keyID: b))  // double spend
-        await #expect(throws: NonceStoreFull.self) { try await store.spend(nonce: Self.nonce(9), keyID: a) }  // a is full
-        #expect(try await store.count() == 8)
-        #expect(try await store.forget(keyIDsNotIn: [a]) == 3)  // b retired: its table dropped
-        #expect(try await store.count() == 5)
-        #expect(try await !store.spend(nonce: Self.nonce(0), keyID: a))  // a's nonces kept
-        #expect(try await store.spend(nonce: Self.nonce(0), keyID: b))  // b starts afresh (its tokens are refused before this anyway)
-        #expect(try await store.forget(keyIDsNotIn: []) == 6)  // no key accepted: everything forgotten
-        #expect(try await store.count() == 0)
-        #expect(try await store.spend(nonce: Self.nonce(0), keyID: a))
-
-        // A store written by the one-table schema is migrated with its nonces.
-        let old = "\(directory)/old.sqlite"
-        let queue = try DatabaseQueue(path: old)
-        try await queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-                INSERT INTO grdb_migrations VALUES ('v1');
-                CREATE TABLE spent_nonces (nonce BLOB PRIMARY KEY NOT NULL, key_id BLOB NOT NULL, spent_at REAL NOT NULL) WITHOUT ROWID;
-                """)
-            for i in 0..<4 { try db.execute(sql: "INSERT INTO spent_nonces VALUES (?, ?, 0)", arguments: [Data(Self.nonce(i)), Data(i < 3 ? a : b)]) }
-        }
-        try queue.close()
-        let migrated = try SQLiteNonceStore(path: old)
-        #expect(try await migrated.count() == 4)
-        #expect(try await !migrated.spend(nonce: Self.nonce(2), keyID: a))
-        #expect(try await !migrated.spend(nonce: Self.nonce(3), keyID: b))
-        #expect(try await migrated.spend(nonce: Self.nonce(3), keyID: a))
     }
 }

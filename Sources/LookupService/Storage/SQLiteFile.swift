@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 
 /// Opens a SQLite database (WAL pool) for user secrets: the file and its directory are created if missing,
-/// the file with owner-only permissions, and the schema is migrated.
+/// the file with owner-only permissions, and the schema is migrated. A writer waits up to 5 s for another
+/// connection's write (another handle or process on the same file) instead of failing at once.
 enum SQLiteFile {
     static func open(path: String, migrations: (inout DatabaseMigrator) -> Void) throws -> DatabasePool {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -10,7 +11,9 @@ enum SQLiteFile {
         if !FileManager.default.fileExists(atPath: path) {
             _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
-        let pool = try DatabasePool(path: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let pool = try DatabasePool(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         migrations(&migrator)
         try migrator.migrate(pool)

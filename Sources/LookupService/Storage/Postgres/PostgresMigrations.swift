@@ -1,0 +1,116 @@
+import Logging
+import PostgresNIO
+
+/// The shared store's schema, as numbered migrations applied in order, each once, recorded in
+/// `callveil_schema_migrations`. Several coordinators may start at once: the whole run holds a transaction-level
+/// advisory lock, and PostgreSQL's DDL is transactional, so a migration is applied completely or not at all.
+/// A database migrated by a newer build (a version this build does not know) is refused rather than used.
+enum PostgresMigrations {
+    /// One schema step.
+    struct Migration: Sendable {
+        let version: Int
+        let name: String
+        let statements: [String]
+    }
+
+    /// Advisory-lock key of the migration run (an arbitrary constant, "CVMG").
+    static let lockKey: Int64 = 0x4356_4D47
+
+    /// Every migration, in order. Never edit a released one: add the next.
+    static let all: [Migration] = [
+        Migration(version: 1, name: "evaluation keys and spent nonces", statements: [
+            // Evaluation keys: user identifiers are stored as keyed hashes, keys sealed (StoreSealing).
+            """
+            CREATE TABLE evaluation_keys (
+                user_tag bytea NOT NULL,
+                identifier bytea NOT NULL,
+                device_timestamp bigint NOT NULL,
+                uploaded_at double precision NOT NULL,
+                key_bytes integer NOT NULL CHECK (key_bytes >= 0),
+                sealed_key bytea NOT NULL,
+                PRIMARY KEY (user_tag, identifier)
+            )
+            """,
+            "CREATE INDEX evaluation_keys_uploaded_at ON evaluation_keys (uploaded_at)",
+            // Usage counters, 16 slots by the user hash's first byte, so concurrent uploads rarely share a row.
+            """
+            CREATE TABLE evaluation_key_usage (
+                slot smallint PRIMARY KEY CHECK (slot BETWEEN 0 AND 15),
+                keys bigint NOT NULL,
+                bytes bigint NOT NULL
+            )
+            """,
+            "INSERT INTO evaluation_key_usage SELECT s, 0, 0 FROM generate_series(0, 15) AS s",
+            """
+            CREATE FUNCTION callveil_evaluation_key_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    UPDATE evaluation_key_usage SET keys = keys + 1, bytes = bytes + NEW.key_bytes
+                        WHERE slot = get_byte(NEW.user_tag, 0) % 16;
+                ELSIF TG_OP = 'DELETE' THEN
+                    UPDATE evaluation_key_usage SET keys = keys - 1, bytes = bytes - OLD.key_bytes
+                        WHERE slot = get_byte(OLD.user_tag, 0) % 16;
+                ELSE
+                    UPDATE evaluation_key_usage SET bytes = bytes - OLD.key_bytes + NEW.key_bytes
+                        WHERE slot = get_byte(NEW.user_tag, 0) % 16;
+                END IF;
+                RETURN NULL;
+            END $$
+            """,
+            """
+            CREATE TRIGGER evaluation_keys_usage AFTER INSERT OR DELETE OR UPDATE OF key_bytes ON evaluation_keys
+                FOR EACH ROW EXECUTE FUNCTION callveil_evaluation_key_usage()
+            """,
+            // Spent nonces: one partition per issuer key, so forgetting a retired key is a detach and a drop.
+            """
+            CREATE TABLE spent_nonces (
+                key_id bytea NOT NULL,
+                nonce bytea NOT NULL,
+                PRIMARY KEY (key_id, nonce)
+            ) PARTITION BY LIST (key_id)
+            """,
+            """
+            CREATE TABLE nonce_counts (
+                key_id bytea NOT NULL,
+                slot smallint NOT NULL,
+                count bigint NOT NULL,
+                PRIMARY KEY (key_id, slot)
+            )
+            """,
+        ]),
+    ]
+
+    /// The newest version this build knows.
+    static var latest: Int { all.last?.version ?? 0 }
+
+    /// Applies every pending migration in one transaction; returns the versions applied.
+    @discardableResult
+    static func apply(connection: PostgresConnection, logger: Logger) async throws -> [Int] {
+        try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+        try await connection.query("""
+            CREATE TABLE IF NOT EXISTS callveil_schema_migrations (
+                version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+            """, logger: logger)
+        var current = 0
+        for try await (version) in try await connection.query(
+            "SELECT COALESCE(MAX(version), 0) FROM callveil_schema_migrations", logger: logger).decode(Int.self) {
+            current = version
+        }
+        guard current <= latest else {
+            throw StoreError(.schema, "the database schema is at version \(current); this build knows up to \(latest)")
+        }
+        var applied: [Int] = []
+        for migration in all where migration.version > current {
+            for statement in migration.statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            try await connection.query(
+                "INSERT INTO callveil_schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
+                logger: logger)
+            logger.notice("schema migrated", metadata: ["version": .stringConvertible(migration.version),
+                                                         "name": .string(migration.name)])
+            applied.append(migration.version)
+        }
+        return applied
+    }
+}

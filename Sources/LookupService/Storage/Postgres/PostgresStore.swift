@@ -1,0 +1,97 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The shared store of a multi-coordinator deployment: a PostgreSQL connection pool, its schema migrated on
+/// connect, and the sealing of secrets at rest. The evaluation-key, nonce and coordination stores are views of
+/// it. Every operation has a deadline, and losing the database surfaces as `StoreError.unavailable` (a 503 with
+/// `Retry-After`), never as a hang.
+public final class PostgresStore: Sendable {
+    /// The connection pool.
+    let client: PostgresClient
+    /// Sealing of evaluation keys and issuer keys, and hashing of user identifiers.
+    public let sealing: StoreSealing
+    /// Longest one store operation may take, connection wait included.
+    public let operationTimeout: Duration
+    let logger: Logger
+    private let runner: Task<Void, Never>
+
+    /// Connects to `settings.url`, checks the connection and applies pending migrations.
+    public static func connect(_ settings: PostgresSettings, sealing: StoreSealing, logger: Logger) async throws -> PostgresStore {
+        let store = PostgresStore(settings: settings, sealing: sealing, logger: logger)
+        do {
+            _ = try await store.transaction("migrations") { connection in
+                try await PostgresMigrations.apply(connection: connection, logger: logger)
+            }
+        } catch {
+            await store.shutdown()
+            throw error
+        }
+        return store
+    }
+
+    private init(settings: PostgresSettings, sealing: StoreSealing, logger: Logger) {
+        var logger = logger
+        logger[metadataKey: "component"] = "postgres"
+        client = PostgresClient(configuration: settings.clientConfiguration, backgroundLogger: logger)
+        let client = self.client
+        runner = Task { await client.run() }
+        self.sealing = sealing
+        self.operationTimeout = settings.operationTimeout
+        self.logger = logger
+    }
+
+    /// Closes the pool.
+    public func shutdown() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    /// Runs `body` with the pool under the operation deadline, mapping connection failures to
+    /// `StoreError.unavailable` and server errors to their SQLSTATE.
+    func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+        let client = self.client
+        let timeout = operationTimeout
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body(client) }
+                group.addTask { try await Task.sleep(for: timeout); return nil }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw StoreError(.unavailable, "\(what): no answer from PostgreSQL within \(timeout)")
+                }
+                return value
+            }
+        } catch let error as PSQLError {
+            throw Self.storeError(error, what: what)
+        }
+    }
+
+    /// Runs `body` in one transaction (see `run`).
+    func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await run(what) { client in
+            do {
+                return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            } catch let error as PostgresTransactionError {
+                // The closure's own error (a typed StoreError, NonceStoreFull…) is what the caller needs.
+                if let closure = error.closureError { throw closure }
+                throw error.beginError ?? error.commitError ?? error.rollbackError ?? error
+            }
+        }
+    }
+
+    /// Connection-level failures (and server states that mean "not now") are `unavailable`; other server errors
+    /// keep their SQLSTATE for the operator, never the statement's values.
+    static func storeError(_ error: PSQLError, what: String) -> StoreError {
+        guard let state = error.serverInfo?[.sqlState] else {
+            return StoreError(.unavailable, "\(what): PostgreSQL connection failed (\(error.code))")
+        }
+        // 08: connection exception, 53: insufficient resources, 57P0x: shutting down, 40001/40P01: retry.
+        if state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P") || state == "40001" || state == "40P01" {
+            return StoreError(.unavailable, "\(what): PostgreSQL is not available now (SQLSTATE \(state))", sqlState: state)
+        }
+        return StoreError(.schema, "\(what): PostgreSQL refused a statement (SQLSTATE \(state))", sqlState: state)
+    }
+}
