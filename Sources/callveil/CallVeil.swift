@@ -6,7 +6,7 @@ struct CallVeil: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "callveil",
         abstract: "CallVeil: a scalable Live Caller ID Lookup backend.",
-        subcommands: [ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self, KeygenCommand.self, QueryCommand.self,
+        subcommands: [ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self, KeygenCommand.self, StoreKeyCommand.self, QueryCommand.self,
                       BuildDatabaseCommand.self, ProcessDatabaseCommand.self, DatabaseCommand.self, GenerateDemoCommand.self, BenchCommand.self, OverloadCommand.self, OverloadPhoneCommand.self,
                       KeyMemoryCommand.self])
 }

@@ -25,6 +25,8 @@ public struct LookupAPI: Sendable {
     let registry: UseCaseRegistry
     let keyStore: any EvaluationKeyStore
     let keyCache: EvaluationKeyCache
+    /// Key timestamps last seen, answered from while the key store is unreachable.
+    let knownTimestamps = KnownKeyTimestamps()
     let executor: any ShardExecutor
     let pool: ComputePool
     let limits: Limits
@@ -81,7 +83,7 @@ public struct LookupAPI: Sendable {
                     $0.configID = Data(configuration.configID)
                 }
             }
-            let timestamp = try await keyStore.timestamp(user: user, identifier: configuration.keyConfigHash) ?? 0
+            let timestamp = try await keyTimestamp(user: user, identifier: configuration.keyConfigHash) ?? 0
             response.keyInfo.append(.with {
                 $0.timestamp = timestamp
                 $0.keyConfig = configuration.keyConfig
@@ -130,7 +132,23 @@ public struct LookupAPI: Sendable {
             metrics.recordKeyStore(usage)
             if usage.evicted > 0 { logger.notice("Key store full: evicted the \(usage.evicted) keys uploaded longest ago") }
             keyCache.invalidate(user: user, identifier: key.identifier)
+            knownTimestamps.record(user: user, identifier: key.identifier, timestamp: key.timestamp)
             await executor.keyUploaded(key)
+        }
+    }
+
+    /// The timestamp of the stored key for (user, identifier). While the store cannot be reached, the one this
+    /// process last saw, so devices it knows keep their answers through an outage of a shared store; for others
+    /// the store's error (503).
+    func keyTimestamp(user: String, identifier: [UInt8]) async throws -> UInt64? {
+        do {
+            let timestamp = try await keyStore.timestamp(user: user, identifier: identifier)
+            knownTimestamps.record(user: user, identifier: identifier, timestamp: timestamp)
+            return timestamp
+        } catch let error as StoreError where error.code == .unavailable {
+            guard let known = knownTimestamps.timestamp(user: user, identifier: identifier) else { throw error }
+            metrics.increment("callveil_key_store_fallbacks_total")
+            return known
         }
     }
 
@@ -170,7 +188,7 @@ public struct LookupAPI: Sendable {
             keyIdentifier = [UInt8](pir.evaluationKey.metadata.identifier)
         } else {
             let identifier = [UInt8](pir.evaluationKeyMetadata.identifier)
-            guard let stored = try await keyStore.timestamp(user: user, identifier: identifier),
+            guard let stored = try await keyTimestamp(user: user, identifier: identifier),
                   stored == pir.evaluationKeyMetadata.timestamp else {
                 throw LookupError.evaluationKeyNotFound
             }

@@ -41,6 +41,7 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
         switch error {
         case let e as LookupError: return e
         case let e as ComputePoolError: return .unavailable("Server busy: \(e)")
+        case let e as StoreError where e.code == .unavailable: return .unavailable("Storage is unavailable; retry later", retryAfter: 2)
         case let e as HEError: return .badRequest("Invalid ciphertext or key: \(e)")
         case let e as PIRError: return .badRequest("Invalid PIR request: \(e)")
         case let e as ProtocolError: return .badRequest("Invalid message: \(e)")

@@ -17,6 +17,8 @@ public actor LookupServer {
     public nonisolated let registry: UseCaseRegistry
     /// Evaluation keys.
     public nonisolated let keyStore: any EvaluationKeyStore
+    /// The shared PostgreSQL store, when the config names one (else the stores are SQLite files).
+    public nonisolated let sharedStore: PostgresStore?
     /// Where shard queries run.
     public nonisolated let executor: any ShardExecutor
     /// Metrics.
@@ -52,9 +54,21 @@ public actor LookupServer {
                 makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)?, logger: Logger) async throws {
         let config = try ServiceConfig.load(path: configPath)
         let keys = config.keys ?? .init()
-        let store = try SQLiteEvaluationKeyStore(path: keys.database ?? "keys.sqlite",
-                                                 maxAge: TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600),
-                                                 maxBytes: (keys.maxStoredMegabytes ?? 32 * 1024) << 20)
+        let maxAge = TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600), maxBytes = (keys.maxStoredMegabytes ?? 32 * 1024) << 20
+        let shared: PostgresStore?
+        let store: any EvaluationKeyStore
+        if let database = config.database {
+            let settings = try database.settings()
+            let sealing = try StoreSealing.load(path: database.keyEncryptionKeyFile ?? "store.kek")
+            let connected = try await PostgresStore.connect(settings, sealing: sealing, logger: logger)
+            logger.info("shared store connected", metadata: ["database": .string(settings.redacted)])
+            shared = connected
+            store = PostgresEvaluationKeyStore(store: connected, maxAge: maxAge, maxBytes: maxBytes)
+        } else {
+            shared = nil
+            store = try SQLiteEvaluationKeyStore(path: keys.database ?? "keys.sqlite", maxAge: maxAge, maxBytes: maxBytes)
+        }
+        sharedStore = shared
         let metrics = metrics ?? ServiceMetrics()
         let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
         let width = config.concurrentQueries ?? 2
@@ -85,8 +99,12 @@ public actor LookupServer {
                                          overlap: TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400))
             try ring.ensure(tiers: config.users.map(\.tier))
             issuerKeys = ring
-            nonces = try SQLiteNonceStore(path: privacyPass.nonceDatabase ?? "nonces.sqlite",
-                                          maxPerKey: privacyPass.maxNoncesPerKey ?? 100_000_000)
+            let maxPerKey = privacyPass.maxNoncesPerKey ?? 100_000_000
+            if let shared {
+                nonces = PostgresNonceStore(store: shared, maxPerKey: maxPerKey)
+            } else {
+                nonces = try SQLiteNonceStore(path: privacyPass.nonceDatabase ?? "nonces.sqlite", maxPerKey: maxPerKey)
+            }
         } else {
             logger.warning("Privacy Pass is disabled: the PIR endpoints accept requests without tokens")
             issuerKeys = nil

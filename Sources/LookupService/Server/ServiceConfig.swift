@@ -105,6 +105,53 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
     }
 
+    /// The shared PostgreSQL store of a multi-coordinator deployment; absent, the stores are SQLite files on
+    /// this host. In the file either a URL string or an object with the URL and settings.
+    public struct Database: Codable, Sendable, Equatable {
+        /// `postgres://user@host:port/database` (`?sslmode=disable|prefer|require`).
+        public var url: String
+        /// Connections per process at most (default 16).
+        public var poolSize: Int?
+        /// File holding the role's password (instead of one in the URL).
+        public var passwordFile: String?
+        /// File of the key-encryption key that seals evaluation keys at rest (default `store.kek` next to the
+        /// config; `callveil store-key` makes one). Every coordinator of a deployment needs the same one.
+        public var keyEncryptionKeyFile: String?
+        /// Seconds one store operation may take before the request is answered 503 (default 3).
+        public var operationTimeoutSeconds: Double?
+
+        /// Settings for the store at `url`.
+        public init(url: String, poolSize: Int? = nil, passwordFile: String? = nil, keyEncryptionKeyFile: String? = nil,
+                    operationTimeoutSeconds: Double? = nil) {
+            self.url = url
+            self.poolSize = poolSize
+            self.passwordFile = passwordFile
+            self.keyEncryptionKeyFile = keyEncryptionKeyFile
+            self.operationTimeoutSeconds = operationTimeoutSeconds
+        }
+
+        private enum CodingKeys: String, CodingKey { case url, poolSize, passwordFile, keyEncryptionKeyFile, operationTimeoutSeconds }
+
+        public init(from decoder: any Decoder) throws {
+            if let url = try? decoder.singleValueContainer().decode(String.self) {
+                self.init(url: url)
+                return
+            }
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(url: try c.decode(String.self, forKey: .url), poolSize: try c.decodeIfPresent(Int.self, forKey: .poolSize),
+                      passwordFile: try c.decodeIfPresent(String.self, forKey: .passwordFile),
+                      keyEncryptionKeyFile: try c.decodeIfPresent(String.self, forKey: .keyEncryptionKeyFile),
+                      operationTimeoutSeconds: try c.decodeIfPresent(Double.self, forKey: .operationTimeoutSeconds))
+        }
+
+        /// The connection settings (the password file read, the URL checked).
+        public func settings() throws -> PostgresSettings {
+            var settings = try PostgresSettings(url: url, poolSize: poolSize ?? 16, passwordFile: passwordFile)
+            if let seconds = operationTimeoutSeconds { settings.operationTimeout = .milliseconds(Int64(seconds * 1000)) }
+            return settings
+        }
+    }
+
     /// Listener limits and the admin listener.
     public struct HTTPSettings: Codable, Sendable, Equatable {
         /// Open connections on the public port at most; beyond, new connections wait in the kernel's backlog
@@ -158,6 +205,8 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
     public var concurrentQueries: Int?
     /// Listener limits and the admin listener.
     public var http: HTTPSettings?
+    /// The shared PostgreSQL store (absent: SQLite files on this host).
+    public var database: Database?
 
     /// A configuration.
     public init(users: [UserTier], usecases: [UseCase], keys: Keys? = nil, privacyPass: PrivacyPass? = nil,
@@ -192,6 +241,11 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         privacyPass.keyDirectory = resolve(privacyPass.keyDirectory ?? "issuer-keys")
         privacyPass.nonceDatabase = resolve(privacyPass.nonceDatabase ?? "nonces.sqlite")
         config.privacyPass = privacyPass
+        if var database = config.database {
+            database.passwordFile = database.passwordFile.map(resolve)
+            database.keyEncryptionKeyFile = resolve(database.keyEncryptionKeyFile ?? "store.kek")
+            config.database = database
+        }
         try config.validate()
         return config
     }
@@ -213,6 +267,12 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
         for name in privacyPass?.issuerNames ?? [] where name.isEmpty || name.utf8.count > 65535 {
             throw ConfigError("privacyPass.issuerNames: a name must have 1 to 65535 bytes")
+        }
+        if let database {
+            do { _ = try PostgresSettings(url: database.url, poolSize: database.poolSize ?? 16) } catch let error as StoreError {
+                throw ConfigError("database: \(error.reason)")
+            }
+            if let t = database.operationTimeoutSeconds, !(t > 0 && t <= 600) { throw ConfigError("database.operationTimeoutSeconds \(t) out of range") }
         }
         if let a = keys?.maxAgeSeconds, a < 1 { throw ConfigError("keys.maxAgeSeconds \(a) out of range") }
         if let b = keys?.maxKeyBytes, b < 1 || b > 1 << 30 { throw ConfigError("keys.maxKeyBytes \(b) out of range") }

@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+import LookupClient
+import LookupProtocol
+import LookupService
+import PostgresNIO
+import ServiceTestSupport
+import Testing
+
+/// Two services on one PostgreSQL, as two coordinators behind a load balancer: keys and spent tokens are shared,
+/// secrets are sealed at rest, and losing the database gives 503 with `Retry-After`, never a token accepted
+/// unrecorded.
+@Suite("Shared PostgreSQL store")
+struct SharedStoreTests {
+    static let user = [("User-Identifier", "shared-store-user"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
+
+    /// A dataset and a config naming a fresh PostgreSQL database (password in a file, a new key-encryption key).
+    static func setUp(privacyPass: Bool = true) async throws -> (config: String, data: DemoDataset, database: PostgresSettings) {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 40)
+        let database = try await TestPostgres.freshDatabase()
+        try Data((database.password ?? "").utf8).write(to: URL(fileURLWithPath: directory + "/db.password"))
+        try StoreSealing.generate(path: directory + "/store.kek")
+        let config = try writeServiceConfig(in: directory, usecases: data.useCases, privacyPass: privacyPass) { config in
+            config.database = .init(url: "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable",
+                                    passwordFile: "db.password", operationTimeoutSeconds: 1)
+        }
+        return (config, data, database)
+    }
+
+    @Test("A key uploaded through one service answers queries through the other; a token is spent once across both")
+    func twoServicesShareKeysAndTokens() async throws {
+        let (config, data, database) = try await Self.setUp()
+        let a = try await TestServer.start(configPath: config), b = try await TestServer.start(configPath: config)
+        defer { Task { await a.stop(); await b.stop() } }
+        #expect(a.server.sharedStore != nil && b.server.sharedStore != nil)
+
+        // The device uploads its key through A (its first lookup) and then queries through B.
+        let device = LookupDevice(http: a.http, userIdentifier: "shared-store-user",
+                                  authorization: PrivacyPassAuthorization(issuer: a.http, userToken: "AAAA"))
+        let blocked = try #require(data.records.first { $0.block })
+        #expect(try await device.lookup(Array(blocked.number.utf8), in: DemoDataset.block) == blocked.blockValue)
+        for record in data.records.prefix(6) {
+            let keyword = Array(record.number.utf8)
+            let request = try await device.queryRequest(keyword, in: DemoDataset.block)
+            let answer = try await b.post("/queries", body: try request.serializedBytes(), headers: Self.user)
+            #expect(answer.status == 200)
+            #expect(try await device.decode(answer.body, keyword: keyword, in: DemoDataset.block) == record.blockValue)
+        }
+
+        // One token presented at A and at B at the same moment is accepted exactly once (20 trials here; the
+        // netns test runs 100 across hosts).
+        let tokens = PrivacyPassAuthorization(issuer: a.http, userToken: "AAAA")
+        let configBody: [UInt8] = try ProtoConfigRequest.with { $0.usecases = [DemoDataset.block] }.serializedBytes()
+        for trial in 0..<20 {
+            let token = try #require(try await tokens.authorization())
+            let headers = Self.user + [("Authorization", token)]
+            async let atA = a.http.send(path: "/config", headers: headers, body: configBody)
+            async let atB = b.http.send(path: "/config", headers: headers, body: configBody)
+            let (answerA, answerB) = try await (atA, atB)
+            let statuses: [Int] = [answerA.status, answerB.status].sorted()
+            #expect(statuses == [200, 401], "trial \(trial): \(statuses)")
+        }
+
+        // At rest: no row holds the user identifier or the key in clear.
+        let uploaded = try await device.freshKeyUpload(for: DemoDataset.block)
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: database.host, port: database.port, username: database.username, password: database.password,
+                                 database: database.database, tls: .disable), id: 9, logger: Logger(label: "test"))
+        var rows = 0
+        for try await (tag, sealed) in try await connection.query("SELECT user_tag, sealed_key FROM evaluation_keys", logger: Logger(label: "test"))
+            .decode((Data, Data).self) {
+            rows += 1
+            #expect(tag.count == 32 && !tag.elementsEqual(Data("shared-store-user".utf8)))
+            #expect(sealed.range(of: Data("shared-store-user".utf8)) == nil)
+            #expect(sealed.range(of: Data(uploaded.suffix(64))) == nil)
+        }
+        try await connection.close()
+        #expect(rows == 1)
+    }
+
+    @Test("Losing PostgreSQL: 503 with Retry-After for what needs it, no token accepted unrecorded, cached keys still answer; recovery")
+    func databaseLost() async throws {
+        for privacyPass in [true, false] {
+            let (config, data, database) = try await Self.setUp(privacyPass: privacyPass)
+            let server = try await TestServer.start(configPath: config)
+            let device = server.device(userIdentifier: "shared-store-user")
+            let record = data.records[3]
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == record.blockValue)
+
+            // The database goes away: new connections refused, open ones terminated.
+            func setReachable(_ reachable: Bool) async throws {
+                let admin = try await PostgresConnection.connect(
+                    configuration: .init(host: database.host, port: database.port, username: database.username,
+                                         password: database.password, database: "postgres", tls: .disable), id: 8, logger: Logger(label: "test"))
+                do {
+                    try await admin.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \(database.database) ALLOW_CONNECTIONS \(reachable)"),
+                                          logger: Logger(label: "test"))
+                    if !reachable {
+                        try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database.database)",
+                                              logger: Logger(label: "test"))
+                    }
+                } catch {
+                    try? await admin.close()
+                    throw error
+                }
+                try await admin.close()
+            }
+            try await setReachable(false)
+            let keyword = Array(record.number.utf8)
+            let request = try await device.queryRequest(keyword, in: DemoDataset.block)
+            let started = ContinuousClock.now
+            let answer = try await server.http.exchange(
+                path: "/queries", headers: Self.user + (privacyPass ? [("Authorization", try #require(try await server.tokens?.authorization()))] : []),
+                body: try request.serializedBytes())
+            if privacyPass {
+                // The token cannot be recorded as spent: refused with 503, not accepted.
+                #expect(answer.status == 503)
+                #expect(answer.headers.contains { $0.0.lowercased() == "retry-after" })
+            } else {
+                // No token to record: the key is in the cache, the answer is right.
+                #expect(answer.status == 200)
+                #expect(try await device.decode(answer.body, keyword: keyword, in: DemoDataset.block) == record.blockValue)
+            }
+            #expect(ContinuousClock.now - started < .seconds(5))
+            // A key upload needs the database: 503 with Retry-After.
+            let upload = try await server.http.exchange(
+                path: "/key", headers: [("User-Identifier", "another-user"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
+                    + (privacyPass ? [("Authorization", try #require(try await server.tokens?.authorization()))] : []),
+                body: try await device.freshKeyUpload(for: DemoDataset.block))
+            #expect(upload.status == 503)
+            #expect(upload.headers.contains { $0.0.lowercased() == "retry-after" })
+
+            // The database is back: the same service answers again without a restart.
+            try await setReachable(true)
+            var recovered = false
+            for _ in 0..<60 where !recovered {
+                recovered = (try? await device.lookup(keyword, in: DemoDataset.block)) == record.blockValue
+                if !recovered { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            #expect(recovered, "queries answer within 15 s of the database's return")
+            await server.stop()
+        }
+    }
+}
