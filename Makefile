@@ -1,7 +1,7 @@
 # CallVeil: the two set-up commands are `make run` and `make test` (see README.md).
 SHELL := /bin/bash
 # Debian packages the build, tests and benchmarks need; installed only when missing.
-DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iproute2 curl python3
+DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iproute2 curl python3 postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_TEST_FLAGS ?= --parallel
 
