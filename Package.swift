@@ -195,7 +195,9 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                           .product(name: "Logging", package: "swift-log")],
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(
             name: "LookupClusterTests",

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import LookupClient
@@ -5,6 +6,7 @@ import LookupProtocol
 import LookupService
 import PostgresNIO
 import ServiceTestSupport
+import Synchronization
 import Testing
 
 /// Two services on one PostgreSQL, as two coordinators behind a load balancer: keys and spent tokens are shared,
@@ -14,26 +16,37 @@ import Testing
 struct SharedStoreTests {
     static let user = [("User-Identifier", "shared-store-user"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
 
-    /// A dataset and a config naming a fresh PostgreSQL database (password in a file, a new key-encryption key).
-    static func setUp(privacyPass: Bool = true) async throws -> (config: String, data: DemoDataset, database: PostgresSettings) {
+    /// A dataset and `services` configs, each in a directory of its own (its own SQLite files and issuer-key
+    /// directory, unused when the store is shared), naming one fresh PostgreSQL database and one key-encryption key.
+    static func setUp(privacyPass: Bool = true, services: Int = 1)
+        async throws -> (configs: [String], data: DemoDataset, database: PostgresSettings) {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: 40)
         let database = try await TestPostgres.freshDatabase()
         try Data((database.password ?? "").utf8).write(to: URL(fileURLWithPath: directory + "/db.password"))
         try StoreSealing.generate(path: directory + "/store.kek")
-        let config = try writeServiceConfig(in: directory, usecases: data.useCases, privacyPass: privacyPass) { config in
-            config.database = .init(url: "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable",
-                                    passwordFile: "db.password", operationTimeoutSeconds: 1)
+        var configs: [String] = []
+        for index in 0..<services {
+            let own = directory + "/service-\(index)"
+            try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+            configs.append(try writeServiceConfig(in: own, usecases: data.useCases, privacyPass: privacyPass) { config in
+                config.database = .init(url: "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable",
+                                        passwordFile: directory + "/db.password", keyEncryptionKeyFile: directory + "/store.kek",
+                                        operationTimeoutSeconds: 1)
+            })
         }
-        return (config, data, database)
+        return (configs, data, database)
     }
 
     @Test("A key uploaded through one service answers queries through the other; a token is spent once across both")
     func twoServicesShareKeysAndTokens() async throws {
-        let (config, data, database) = try await Self.setUp()
-        let a = try await TestServer.start(configPath: config), b = try await TestServer.start(configPath: config)
+        let (configs, data, database) = try await Self.setUp(services: 2)
+        let a = try await TestServer.start(configPath: configs[0]), b = try await TestServer.start(configPath: configs[1])
         defer { Task { await a.stop(); await b.stop() } }
         #expect(a.server.sharedStore != nil && b.server.sharedStore != nil)
+        // One issuer key ring for both, made once.
+        #expect(a.server.issuerKeys?.liveKeyIDs == b.server.issuerKeys?.liveKeyIDs)
+        #expect(a.server.issuerKeys?.liveKeyIDs.count == 2)  // tier1 and tier2
 
         // The device uploads its key through A (its first lookup) and then queries through B.
         let device = LookupDevice(http: a.http, userIdentifier: "shared-store-user",
@@ -62,7 +75,7 @@ struct SharedStoreTests {
             #expect(statuses == [200, 401], "trial \(trial): \(statuses)")
         }
 
-        // At rest: no row holds the user identifier or the key in clear.
+        // At rest: no row holds the user identifier, the evaluation key or an issuer private key in clear.
         let uploaded = try await device.freshKeyUpload(for: DemoDataset.block)
         let connection = try await PostgresConnection.connect(
             configuration: .init(host: database.host, port: database.port, username: database.username, password: database.password,
@@ -75,15 +88,21 @@ struct SharedStoreTests {
             #expect(sealed.range(of: Data("shared-store-user".utf8)) == nil)
             #expect(sealed.range(of: Data(uploaded.suffix(64))) == nil)
         }
+        var issuerRows = 0
+        for try await sealed in try await connection.query("SELECT sealed_pem FROM issuer_keys", logger: Logger(label: "test")).decode(Data.self) {
+            issuerRows += 1
+            #expect(sealed.range(of: Data("PRIVATE KEY".utf8)) == nil)
+        }
         try await connection.close()
         #expect(rows == 1)
+        #expect(issuerRows == 2)
     }
 
     @Test("Losing PostgreSQL: 503 with Retry-After for what needs it, no token accepted unrecorded, cached keys still answer; recovery")
     func databaseLost() async throws {
         for privacyPass in [true, false] {
-            let (config, data, database) = try await Self.setUp(privacyPass: privacyPass)
-            let server = try await TestServer.start(configPath: config)
+            let (configs, data, database) = try await Self.setUp(privacyPass: privacyPass)
+            let server = try await TestServer.start(configPath: configs[0])
             let device = server.device(userIdentifier: "shared-store-user")
             let record = data.records[3]
             #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == record.blockValue)
@@ -141,5 +160,43 @@ struct SharedStoreTests {
             #expect(recovered, "queries answer within 15 s of the database's return")
             await server.stop()
         }
+    }
+}
+
+/// Issuer keys in the shared store: created and rotated once for every coordinator, sealed at rest.
+@Suite("Shared issuer keys")
+struct SharedIssuerKeyTests {
+    @Test("Coordinators starting at once get one key per tier; a rotation is decided once and seen by all; a wrong key-encryption key is refused")
+    func decidedOnce() async throws {
+        let day: TimeInterval = 86400
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let now = Mutex(start)
+        let clock: @Sendable () -> Date = { now.withLock { $0 } }
+        let settings = try await TestPostgres.freshDatabase()
+        let sealing = StoreSealing(keyEncryptionKey: SymmetricKey(size: .bits256))
+        let stores = [try await PostgresStore.connect(settings, sealing: sealing, logger: Logger(label: "test")),
+                      try await PostgresStore.connect(settings, sealing: sealing, logger: Logger(label: "test"))]
+        let rings = [try IssuerKeyRing(lifetime: 10 * day, overlap: 2 * day, clock: clock),
+                     try IssuerKeyRing(lifetime: 10 * day, overlap: 2 * day, clock: clock)]
+        async let first = PostgresIssuerKeyStore(store: stores[0]).ensure(rings[0], tiers: ["tier1", "tier2"])
+        async let second = PostgresIssuerKeyStore(store: stores[1]).ensure(rings[1], tiers: ["tier1", "tier2"])
+        let changed = try await [first, second]
+        #expect(changed.sorted { !$0 && $1 } == [false, true])  // exactly one made the keys
+        #expect(rings[0].liveKeyIDs.count == 2)
+        #expect(rings[0].liveKeyIDs == rings[1].liveKeyIDs)
+        #expect(rings[0].issuer(forTier: "tier1")?.tokenKey.keyID == rings[1].issuer(forTier: "tier1")?.tokenKey.keyID)
+
+        // Rotation time: the first to look decides; the other finds it made; both publish the successor.
+        now.withLock { $0 = start.addingTimeInterval(6.5 * day) }
+        #expect(try await PostgresIssuerKeyStore(store: stores[1]).ensure(rings[1], tiers: ["tier1", "tier2"]))
+        #expect(try await !PostgresIssuerKeyStore(store: stores[0]).ensure(rings[0], tiers: ["tier1", "tier2"]))
+        #expect(rings[0].published().map(\.key.keyID) == rings[1].published().map(\.key.keyID))
+        #expect(rings[0].published().count == 4)
+
+        // A coordinator with another key-encryption key cannot open the stored keys: refused, not used.
+        let wrong = try await PostgresStore.connect(settings, sealing: StoreSealing(keyEncryptionKey: SymmetricKey(size: .bits256)),
+                                                    logger: Logger(label: "test"))
+        await #expect(throws: StoreError.self) { try await PostgresIssuerKeyStore(store: wrong).refresh(try IssuerKeyRing(clock: clock)) }
+        for store in stores + [wrong] { await store.shutdown() }
     }
 }

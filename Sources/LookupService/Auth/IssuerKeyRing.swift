@@ -33,8 +33,8 @@ public final class IssuerKeyRing: Sendable {
         var notAfter: Double
     }
 
-    /// The key directory.
-    public let directory: String
+    /// The key directory (nil: the keys live in the shared store).
+    public let directory: String?
     /// Validity of each key.
     public let lifetime: TimeInterval
     /// Publication lead and acceptance grace around a rotation.
@@ -45,14 +45,25 @@ public final class IssuerKeyRing: Sendable {
     /// Serializes changes: held across RSA key generation (seconds), which readers never wait for.
     private let changing = Mutex<Void>(())
 
-    /// Opens the ring in `directory`, loading stored keys; call `ensure(tiers:)` to create missing ones.
-    public init(directory: String, lifetime: TimeInterval = 30 * 86400, overlap: TimeInterval = 2 * 86400,
-                clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    private init(storedIn directory: String?, lifetime: TimeInterval, overlap: TimeInterval,
+                 clock: @escaping @Sendable () -> Date) throws {
         guard lifetime > 2 * overlap, overlap > 0 else { throw ConfigError("issuer key lifetime must exceed twice the overlap") }
         self.directory = directory
         self.lifetime = lifetime
         self.overlap = overlap
         self.clock = clock
+    }
+
+    /// An empty ring whose keys live in the shared store (`PostgresIssuerKeyStore` fills and changes it).
+    public convenience init(lifetime: TimeInterval = 30 * 86400, overlap: TimeInterval = 2 * 86400,
+                            clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        try self.init(storedIn: nil, lifetime: lifetime, overlap: overlap, clock: clock)
+    }
+
+    /// Opens the ring in `directory`, loading stored keys; call `ensure(tiers:)` to create missing ones.
+    public convenience init(directory: String, lifetime: TimeInterval = 30 * 86400, overlap: TimeInterval = 2 * 86400,
+                            clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        try self.init(storedIn: directory, lifetime: lifetime, overlap: overlap, clock: clock)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let manifest = "\(directory)/keys.json"
@@ -67,40 +78,56 @@ public final class IssuerKeyRing: Sendable {
     }
 
     /// Makes sure every tier has an active key and a successor when rotation is due; drops expired keys.
-    /// Returns whether keys were created or dropped.
+    /// Returns whether keys were created or dropped. (A ring on the shared store is changed through
+    /// `PostgresIssuerKeyStore.ensure`, which makes the same decision once for every coordinator.)
     @discardableResult
     public func ensure(tiers: [String]) throws -> Bool {
-        try changing.withLock { _ in
-            let now = clock()
-            var entries = self.entries.withLock { $0 }
-            var changed = false
-            let before = entries.count
-            entries.removeAll { $0.notAfter <= now }
-            changed = entries.count != before
-            for tier in Set(tiers).sorted() {
-                let newest = entries.filter { $0.tier == tier }.max { $0.notBefore < $1.notBefore }
-                let start: Date
-                if let newest {
-                    guard now >= newest.notAfter.addingTimeInterval(-2 * overlap) else { continue }
-                    start = newest.notAfter.addingTimeInterval(-overlap)
-                } else {
-                    start = now
-                }
-                entries.append(Entry(tier: tier, issuer: try Self.generate(avoiding: entries), notBefore: start,
-                                     notAfter: start.addingTimeInterval(lifetime)))
-                changed = true
-            }
-            if changed {
-                try save(entries)
-                self.entries.withLock { [entries] in $0 = entries }
-            }
-            return changed
+        guard directory != nil else { throw ConfigError("an issuer key ring on the shared store is changed through the store") }
+        return try changing.withLock { _ in
+            guard let entries = try planned(from: self.entries.withLock { $0 }, tiers: tiers) else { return false }
+            try save(entries)
+            self.entries.withLock { [entries] in $0 = entries }
+            return true
         }
     }
+
+    /// The ring after expired keys are dropped and every tier given an active key and, when rotation is due, a
+    /// successor; nil when nothing changes. Generating a key takes seconds.
+    func planned(from current: [Entry], tiers: [String]) throws -> [Entry]? {
+        let now = clock()
+        var entries = current
+        entries.removeAll { $0.notAfter <= now }
+        var changed = entries.count != current.count
+        for tier in Set(tiers).sorted() {
+            let newest = entries.filter { $0.tier == tier }.max { $0.notBefore < $1.notBefore }
+            let start: Date
+            if let newest {
+                guard now >= newest.notAfter.addingTimeInterval(-2 * overlap) else { continue }
+                start = newest.notAfter.addingTimeInterval(-overlap)
+            } else {
+                start = now
+            }
+            entries.append(Entry(tier: tier, issuer: try Self.generate(avoiding: entries), notBefore: start,
+                                 notAfter: start.addingTimeInterval(lifetime)))
+            changed = true
+        }
+        return changed ? entries : nil
+    }
+
+    /// Replaces what the ring holds (a ring on the shared store, after reading it), in one order whoever
+    /// produced the entries: by `notBefore`, then key id.
+    func replace(_ entries: [Entry]) {
+        let ordered = entries.sorted { ($0.notBefore, $0.issuer.tokenKey.keyID.hexString) < ($1.notBefore, $1.issuer.tokenKey.keyID.hexString) }
+        self.entries.withLock { $0 = ordered }
+    }
+
+    /// What the ring holds.
+    var all: [Entry] { entries.withLock { $0 } }
 
     /// Starts a rotation of `tier` now: a successor is published at once and issues after `overlap`; the
     /// current key stays accepted `overlap` longer than that.
     public func rotate(tier: String) throws {
+        guard directory != nil else { throw ConfigError("an issuer key ring on the shared store is changed through the store") }
         try changing.withLock { _ in
             let now = clock()
             var entries = self.entries.withLock { $0 }
@@ -157,6 +184,7 @@ public final class IssuerKeyRing: Sendable {
     }
 
     private func save(_ entries: [Entry]) throws {
+        guard let directory else { return }
         var records: [Record] = []
         for entry in entries {
             let file = "\(entry.tier)-\(entry.issuer.tokenKey.keyID.prefix(8).hexString).pem"

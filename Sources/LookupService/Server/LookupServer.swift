@@ -94,11 +94,12 @@ public actor LookupServer {
         issuanceLimiter = IssuanceLimiter(rates: config.issueRates)
         http = config.http ?? .init()
         if privacyPass.enabled ?? true {
-            let ring = try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys",
-                                         lifetime: TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400),
-                                         overlap: TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400))
-            try ring.ensure(tiers: config.users.map(\.tier))
-            issuerKeys = ring
+            let lifetime = TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400)
+            let overlap = TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400)
+            // On the shared store the ring starts empty and `apply` loads it (creating keys once for all coordinators).
+            issuerKeys = shared == nil
+                ? try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys", lifetime: lifetime, overlap: overlap)
+                : try IssuerKeyRing(lifetime: lifetime, overlap: overlap)
             let maxPerKey = privacyPass.maxNoncesPerKey ?? 100_000_000
             if let shared {
                 nonces = PostgresNonceStore(store: shared, maxPerKey: maxPerKey)
@@ -126,7 +127,7 @@ public actor LookupServer {
     private func apply(_ config: ServiceConfig, failFast: Bool) async throws -> [String] {
         tiers.withLock { $0 = config.tierByToken }
         issuanceLimiter.update(rates: config.issueRates)
-        try issuerKeys?.ensure(tiers: config.users.map(\.tier))
+        try await ensureIssuerKeys(tiers: config.users.map(\.tier))
         var failed: [String] = []
         let wanted = Set(config.usecases.map(\.name))
         for name in registry.names where !wanted.contains(name) {
@@ -169,10 +170,19 @@ public actor LookupServer {
         metrics.recordKeyStore(try await keyStore.usage())
         if let issuerKeys, let nonces {
             let tiers = Set(self.tiers.withLock { $0.values })
-            if try issuerKeys.ensure(tiers: Array(tiers)) { logger.info("issuer keys rotated") }
+            if try await ensureIssuerKeys(tiers: Array(tiers)) { logger.info("issuer keys rotated") }
             _ = try await nonces.forget(keyIDsNotIn: issuerKeys.liveKeyIDs)
         }
         return purged
+    }
+
+    /// Makes the issuer keys current for `tiers`: in the shared store (decided once for every coordinator, and
+    /// loaded with what others decided), else in the key directory. Returns whether keys were created or dropped.
+    @discardableResult
+    private func ensureIssuerKeys(tiers: [String]) async throws -> Bool {
+        guard let issuerKeys else { return false }
+        if let sharedStore { return try await PostgresIssuerKeyStore(store: sharedStore).ensure(issuerKeys, tiers: tiers) }
+        return try issuerKeys.ensure(tiers: tiers)
     }
 
     /// The Privacy Pass verifier of the PIR endpoints, when authentication is on.

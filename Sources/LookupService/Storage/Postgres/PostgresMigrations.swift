@@ -78,6 +78,18 @@ enum PostgresMigrations {
             )
             """,
         ]),
+        Migration(version: 2, name: "issuer keys", statements: [
+            // Privacy Pass issuer keys: the private key's PEM sealed (StoreSealing) and bound to its key id.
+            """
+            CREATE TABLE issuer_keys (
+                key_id bytea PRIMARY KEY,
+                tier text NOT NULL,
+                not_before double precision NOT NULL,
+                not_after double precision NOT NULL,
+                sealed_pem bytea NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// The newest version this build knows.
