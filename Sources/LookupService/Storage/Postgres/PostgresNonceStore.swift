@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import LookupProtocol
 import NIOCore
 import PostgresNIO
@@ -68,7 +69,7 @@ public final class PostgresNonceStore: NonceStore {
         let logger = store.logger
         let table = Self.partition(keyID)
         let slots = self.slots
-        let lock = Int64(bitPattern: keyID.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        let lock = Self.lockKey(keyID)
         try await store.transaction("create nonce partition") { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger)
             // DDL takes no bind parameters: the bound is the key id in hex, checked to be 32 bytes.
@@ -95,28 +96,58 @@ public final class PostgresNonceStore: NonceStore {
         let logger = store.logger
         for key in known where !keep.contains(key) && key.count == 32 {
             let table = Self.partition(key)
-            // Detached without blocking spends of live keys (CONCURRENTLY runs outside a transaction), then dropped.
-            try await store.run("detach nonce partition") { client in
-                let exists = try await client.query("SELECT to_regclass(\(table)) IS NOT NULL").decode(Bool.self)
-                var attached = false
-                for try await value in exists { attached = value }
-                if attached {
-                    try await client.query(PostgresQuery(unsafeSQL: "ALTER TABLE spent_nonces DETACH PARTITION \(table) CONCURRENTLY"),
-                                           logger: logger)
+            let lock = Self.lockKey(key)
+            forgotten += try await store.run("forget nonces") { client -> Int in
+                try await client.withConnection { connection -> Int in
+                    // Coordinators forget on their own schedules: one at a time per key (a session lock, since
+                    // DETACH … CONCURRENTLY runs outside a transaction); a coordinator that finds it taken skips.
+                    var locked = false
+                    for try await value in try await connection.query("SELECT pg_try_advisory_lock(\(lock))", logger: logger).decode(Bool.self) {
+                        locked = value
+                    }
+                    guard locked else { return 0 }
+                    do {
+                        let count = try await Self.drop(table: table, key: key, connection: connection, logger: logger)
+                        try await connection.query("SELECT pg_advisory_unlock(\(lock))", logger: logger)
+                        return count
+                    } catch {
+                        _ = try? await connection.query("SELECT pg_advisory_unlock(\(lock))", logger: logger)
+                        throw error
+                    }
                 }
-            }
-            forgotten += try await store.transaction("drop nonce partition") { connection -> Int in
-                var count = 0
-                for try await value in try await connection.query(
-                    "SELECT COALESCE(SUM(count), 0)::bigint FROM nonce_counts WHERE key_id = \(Data(key))", logger: logger).decode(Int.self) {
-                    count = value
-                }
-                try await connection.query(PostgresQuery(unsafeSQL: "DROP TABLE IF EXISTS \(table)"), logger: logger)
-                try await connection.query("DELETE FROM nonce_counts WHERE key_id = \(Data(key))", logger: logger)
-                return count
             }
         }
         return forgotten
+    }
+
+    /// Detaches a key's partition without blocking spends of live keys, then drops it with its counters;
+    /// returns the nonces it held.
+    private static func drop(table: String, key: [UInt8], connection: PostgresConnection, logger: Logger) async throws -> Int {
+        // nil: not a partition (dropped before); false: attached; true: a detach left pending (a crash mid-detach).
+        var pending: Bool?
+        for try await value in try await connection.query(
+            "SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = to_regclass(\(table))", logger: logger).decode(Bool.self) {
+            pending = value
+        }
+        if let pending {
+            try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE spent_nonces DETACH PARTITION \(table) \(pending ? "FINALIZE" : "CONCURRENTLY")"),
+                                       logger: logger)
+        }
+        return try await connection.withTransaction(logger: logger) { connection -> Int in
+            var count = 0
+            for try await value in try await connection.query(
+                "SELECT COALESCE(SUM(count), 0)::bigint FROM nonce_counts WHERE key_id = \(Data(key))", logger: logger).decode(Int.self) {
+                count = value
+            }
+            try await connection.query(PostgresQuery(unsafeSQL: "DROP TABLE IF EXISTS \(table)"), logger: logger)
+            try await connection.query("DELETE FROM nonce_counts WHERE key_id = \(Data(key))", logger: logger)
+            return count
+        }
+    }
+
+    /// Advisory-lock key of one issuer key's nonces (its id's first 8 bytes).
+    static func lockKey(_ keyID: [UInt8]) -> Int64 {
+        Int64(bitPattern: keyID.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
     }
 
     public func count() async throws -> Int {

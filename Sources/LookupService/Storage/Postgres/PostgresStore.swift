@@ -49,7 +49,8 @@ public final class PostgresStore: Sendable {
     }
 
     /// Runs `body` with the pool under the operation deadline, mapping connection failures to
-    /// `StoreError.unavailable` and server errors to their SQLSTATE.
+    /// `StoreError.unavailable` and server errors to their SQLSTATE; a transaction's error is the one its body
+    /// threw (a typed `StoreError`, `NonceStoreFull`…), or the failed BEGIN/COMMIT's.
     func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
         let client = self.client
         let timeout = operationTimeout
@@ -63,6 +64,10 @@ public final class PostgresStore: Sendable {
                 }
                 return value
             }
+        } catch let error as PostgresTransactionError {
+            let cause = error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError
+            if let psql = cause as? PSQLError { throw Self.storeError(psql, what: what) }
+            throw cause ?? StoreError(.unavailable, "\(what): the transaction failed")
         } catch let error as PSQLError {
             throw Self.storeError(error, what: what)
         }
@@ -72,13 +77,7 @@ public final class PostgresStore: Sendable {
     func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
         return try await run(what) { client in
-            do {
-                return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
-            } catch let error as PostgresTransactionError {
-                // The closure's own error (a typed StoreError, NonceStoreFull…) is what the caller needs.
-                if let closure = error.closureError { throw closure }
-                throw error.beginError ?? error.commitError ?? error.rollbackError ?? error
-            }
+            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         }
     }
 
