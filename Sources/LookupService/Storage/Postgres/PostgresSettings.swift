@@ -73,6 +73,20 @@ public struct PostgresSettings: Sendable {
         return configuration
     }
 
+    /// A single connection's configuration (the leader lock holds one of its own).
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        switch sslMode {
+        case "disable": tls = .disable
+        case "require": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        default: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+        var configuration = PostgresConnection.Configuration(host: host, port: port, username: username, password: password,
+                                                             database: database, tls: tls)
+        configuration.options.connectTimeout = .seconds(2)
+        return configuration
+    }
+
     /// The URL without its password, for logs.
     public var redacted: String { "postgres://\(username)@\(host):\(port)/\(database)" }
 }

@@ -9,12 +9,14 @@ import PostgresNIO
 /// `Retry-After`), never as a hang.
 public final class PostgresStore: Sendable {
     /// The connection pool.
-    let client: PostgresClient
+    package let client: PostgresClient
     /// Sealing of evaluation keys and issuer keys, and hashing of user identifiers.
     public let sealing: StoreSealing
     /// Longest one store operation may take, connection wait included.
     public let operationTimeout: Duration
-    let logger: Logger
+    package let logger: Logger
+    /// Where the store is (for connections of their own, as the leader lock's).
+    public let settings: PostgresSettings
     private let runner: Task<Void, Never>
 
     /// Connects to `settings.url`, checks the connection and applies pending migrations.
@@ -38,6 +40,7 @@ public final class PostgresStore: Sendable {
         let client = self.client
         runner = Task { await client.run() }
         self.sealing = sealing
+        self.settings = settings
         self.operationTimeout = settings.operationTimeout
         self.logger = logger
     }
@@ -51,12 +54,17 @@ public final class PostgresStore: Sendable {
     /// Runs `body` with the pool under the operation deadline, mapping connection failures to
     /// `StoreError.unavailable` and server errors to their SQLSTATE; a transaction's error is the one its body
     /// threw (a typed `StoreError`, `NonceStoreFull`…), or the failed BEGIN/COMMIT's.
-    func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
         let client = self.client
-        let timeout = operationTimeout
+        return try await Self.withDeadline(operationTimeout, what) { try await body(client) }
+    }
+
+    /// Runs `body` within `timeout`, with the error mapping of `run`.
+    package static func withDeadline<T: Sendable>(_ timeout: Duration, _ what: String,
+                                                  _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body(client) }
+                group.addTask { try await body() }
                 group.addTask { try await Task.sleep(for: timeout); return nil }
                 defer { group.cancelAll() }
                 guard let first = try await group.next(), let value = first else {
@@ -74,7 +82,7 @@ public final class PostgresStore: Sendable {
     }
 
     /// Runs `body` in one transaction (see `run`).
-    func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    package func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
         return try await run(what) { client in
             try await client.withTransaction(logger: logger) { connection in try await body(connection) }

@@ -1,0 +1,118 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Leadership among processes that share the store (coordinators: one of them owns placement decisions): a
+/// session-level advisory lock held on a connection of its own. The holder checks its session every
+/// `checkInterval` and steps down as soon as a check fails or times out; the server ends a dead holder's session
+/// (and frees the lock) within a few seconds through the session's TCP settings (`tcp_user_timeout`,
+/// keepalives), so a holder that cannot reach the database stops leading before another can start. Everyone
+/// else tries to take the lock every `checkInterval`.
+public final class PostgresLeaderLock: Sendable {
+    /// The advisory-lock key (one per role that needs a leader).
+    public let key: Int64
+    /// Time between checks (and attempts); also the deadline of one check.
+    public let checkInterval: Duration
+    private let settings: PostgresSettings
+    private let logger: Logger
+    private let leading = Mutex(false)
+    private let loop = Mutex<Task<Void, Never>?>(nil)
+    private let onChange: @Sendable (Bool) -> Void
+
+    /// A lock on `key` in the store at `settings`; `onChange` hears every gain and loss of leadership.
+    public init(settings: PostgresSettings, key: Int64, checkInterval: Duration = .seconds(1), logger: Logger,
+                onChange: @escaping @Sendable (Bool) -> Void = { _ in }) {
+        self.settings = settings
+        self.key = key
+        self.checkInterval = checkInterval
+        self.logger = logger
+        self.onChange = onChange
+    }
+
+    /// Whether this process holds the lock now.
+    public var isLeader: Bool { leading.withLock { $0 } }
+
+    /// Starts trying to take (and keep) the lock.
+    public func start() {
+        loop.withLock { task in
+            guard task == nil else { return }
+            task = Task { [self] in await run() }
+        }
+    }
+
+    /// Gives the lock up (closing its session) and stops trying.
+    public func stop() async {
+        let task = loop.withLock { $0 }
+        task?.cancel()
+        await task?.value
+    }
+
+    private func setLeading(_ value: Bool) {
+        let changed = leading.withLock { current -> Bool in
+            defer { current = value }
+            return current != value
+        }
+        guard changed else { return }
+        if value { logger.notice("leadership taken", metadata: ["lock": .stringConvertible(key)]) }
+        else { logger.warning("leadership lost", metadata: ["lock": .stringConvertible(key)]) }
+        onChange(value)
+    }
+
+    private func run() async {
+        var connection: PostgresConnection?
+        var nextID = 1
+        while !Task.isCancelled {
+            do {
+                let session: PostgresConnection
+                if let connection, !connection.isClosed {
+                    session = connection
+                } else {
+                    setLeading(false)
+                    session = try await Self.open(settings, id: nextID, logger: logger)
+                    nextID += 1
+                    connection = session
+                }
+                let key = self.key, logger = self.logger
+                if isLeader {
+                    try await PostgresStore.withDeadline(checkInterval, "leader check") {
+                        try await session.query("SELECT 1", logger: logger)
+                    }
+                } else {
+                    let taken = try await PostgresStore.withDeadline(checkInterval, "leader attempt") { () -> Bool in
+                        for try await value in try await session.query("SELECT pg_try_advisory_lock(\(key))", logger: logger).decode(Bool.self) {
+                            return value
+                        }
+                        return false
+                    }
+                    if taken { setLeading(true) }
+                }
+            } catch {
+                setLeading(false)
+                if let open = connection { try? await open.close() }
+                connection = nil
+                logger.debug("leader lock check failed", metadata: ["error": .string("\(error)")])
+            }
+            try? await Task.sleep(for: checkInterval)
+        }
+        setLeading(false)
+        if let connection { try? await connection.close() }
+    }
+
+    /// A session whose end the server notices within a few seconds if this process or its host goes away.
+    /// (Connecting is bounded by the configuration's 2 s connect timeout, not cancelled from outside, so a
+    /// connection is never left unclosed.)
+    private static func open(_ settings: PostgresSettings, id: Int, logger: Logger) async throws -> PostgresConnection {
+        let connection = try await PostgresConnection.connect(configuration: try settings.connectionConfiguration(), id: id, logger: logger)
+        do {
+            for setting in ["tcp_user_timeout = 3000", "tcp_keepalives_idle = 2", "tcp_keepalives_interval = 1",
+                            "tcp_keepalives_count = 2"] {
+                try await connection.query(PostgresQuery(unsafeSQL: "SET \(setting)"), logger: logger)
+            }
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        return connection
+    }
+}
