@@ -55,13 +55,14 @@ struct ClusterTests {
 
     static func start(replication: Int = 2, curve: (CurveKeyPair, [String: String])? = nil, count: Int = 150,
                       chunkBytes: Int = 1 << 20, faults: LinkFaults? = nil,
-                      heartbeatTimeout: Duration = .seconds(1),
+                      heartbeatTimeout: Duration = .seconds(1), identityShards: Int = 2, keyMaxAge: Int? = nil,
                       edit: @escaping @Sendable (inout ClusterCoordinator.Options) -> Void = { _ in }) async throws -> Cluster {
         let directory = try temporaryDirectory()
-        let data = try DemoDataset.make(in: directory, count: count)
+        let data = try DemoDataset.make(in: directory, count: count, identityShards: identityShards)
         let context = try ZMQContext()
         let box = Mutex<ClusterCoordinator?>(nil)
-        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases)) { store in
+        let config = try writeServiceConfig(in: directory, usecases: data.useCases, keyMaxAge: keyMaxAge)
+        let server = try await TestServer.start(configPath: config) { store in
             var options = ClusterCoordinator.Options(bind: "tcp://127.0.0.1:0")
             options.replication = replication
             options.heartbeatTimeout = heartbeatTimeout

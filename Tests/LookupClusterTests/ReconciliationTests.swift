@@ -109,7 +109,9 @@ struct ReconciliationTests {
         // A realistic heartbeat timeout (3 s, the default): with 1 s, two lost heartbeats in a row would declare a worker dead.
         let cluster = try await ClusterTests.start(replication: 2, count: 150, chunkBytes: 16384, faults: faults, heartbeatTimeout: .seconds(3))
         let workers = try ["a", "b", "c"].map { id in try cluster.worker(id, faults: LinkFaults(dropRate: 0.2, seed: seed &+ UInt64(id.utf8.first!))) }
-        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(60)))
+        // Alone this converges in about 25 s; the whole suite runs in parallel on 2 cores, where 60 s was seen
+        // exceeded once: the bound is a liveness check, not a speed target.
+        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(120)))
         let desired = cluster.coordinator.desiredState
         let actual = cluster.coordinator.actualState
         for (key, holders) in desired.placement {

@@ -32,7 +32,7 @@ struct SharedStoreTests {
             configs.append(try writeServiceConfig(in: own, usecases: data.useCases, privacyPass: privacyPass) { config in
                 config.database = .init(url: "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable",
                                         passwordFile: directory + "/db.password", keyEncryptionKeyFile: directory + "/store.kek",
-                                        operationTimeoutSeconds: 1)
+                                        operationTimeoutSeconds: 2)
             })
         }
         return (configs, data, database)

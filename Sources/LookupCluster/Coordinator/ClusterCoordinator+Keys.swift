@@ -4,18 +4,40 @@ import LookupProtocol
 import LookupService
 
 extension ClusterCoordinator {
-    /// Pushes a key just stored to every live worker (each parses it for the use cases it serves).
+    /// Pushes a key just stored to the live workers placed to serve a shard of its key config (only they can use
+    /// it; the others would parse it for nothing). A worker placed later fetches it on its first miss.
     public func keyUploaded(_ key: StoredEvaluationKey) async {
-        let workers = state.withLock { Array($0.workers.keys) }
+        let workers = state.withLock { s in
+            let shards = s.desired.shards.values.filter { $0.keyConfigHash == key.identifier }.map(\.key)
+            let serving = Set(shards.flatMap { s.desired.placement[$0] ?? [] })
+            return s.workers.keys.filter(serving.contains)
+        }
         let push = ClusterMessage.with {
             $0.keyPush = .with {
                 $0.user = key.user
                 $0.identifier = Data(key.identifier)
                 $0.timestamp = key.timestamp
                 $0.key = Data(key.serialized)
+                $0.uploadedAt = key.uploadedAt.timeIntervalSince1970
             }
         }
         for worker in workers { send(to: worker, push) }
+        state.withLock { $0.keyPushes += workers.count }
+        options.metrics?.increment("callveil_cluster_keys_pushed_total", by: workers.count)
+    }
+
+    /// Key pushes sent so far (one per worker per key).
+    public var keyPushes: Int { state.withLock { $0.keyPushes } }
+
+    /// Tells a worker whose Hello reports an older key-expiry cutoff than the store's (now − the keys' maximum
+    /// age, with a slack of a tenth of it, at most a minute, so a worker is not told every 500 ms) to drop the
+    /// parsed keys uploaded before it. Repeated on every Hello until the worker reports it.
+    func expireKeys(on name: String, applied: Double) {
+        let maxAge = keyStore.maxAge
+        guard maxAge.isFinite, maxAge > 0 else { return }
+        let cutoff = Date().timeIntervalSince1970 - maxAge
+        guard applied < cutoff - min(60, maxAge / 10) else { return }
+        send(to: name, .with { $0.keyExpiry = .with { $0.uploadedBefore = cutoff } })
     }
 
     /// Answers a worker's key fetch from the key store.
@@ -31,6 +53,7 @@ extension ClusterCoordinator {
                     $0.found = stored != nil
                     $0.timestamp = stored?.timestamp ?? 0
                     $0.key = Data(stored?.serialized ?? [])
+                    $0.uploadedAt = stored?.uploadedAt.timeIntervalSince1970 ?? 0
                 }
             })
         }

@@ -62,6 +62,7 @@ extension ClusterCoordinator {
             options.metrics?.set("callveil_cluster_workers", state.withLock { $0.workers.count })
         }
         if state.withLock({ $0.planDirty }) { reconcileAll() } else { reconcile(name) }
+        expireKeys(on: name, applied: hello.keysExpiredBefore)
     }
 
     /// Removes workers not heard from within the heartbeat timeout.

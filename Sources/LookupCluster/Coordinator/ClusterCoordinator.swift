@@ -72,6 +72,8 @@ public final class ClusterCoordinator: ShardExecutor {
         /// Membership or shards changed: placement is recomputed on the next pass.
         var planDirty = false
         var stopped = false
+        /// Key pushes sent (one per worker per key).
+        var keyPushes = 0
     }
 
     let state = Mutex(State())

@@ -48,9 +48,29 @@ extension ClusterWorker {
     }
 
     /// Parses and caches a pushed key for the use cases this worker serves.
+    /// Drops parsed keys uploaded before the coordinator's expiry cutoff (level-triggered: the Hello reports the
+    /// cutoff applied, and the coordinator repeats a newer one until it shows).
+    func expireKeys(_ expiry: Callveil_Cluster_V1_KeyExpiry) {
+        let cutoff = expiry.uploadedBefore
+        guard cutoff.isFinite, cutoff > 0, cutoff <= Date().timeIntervalSince1970 + 86400 else {
+            return logger.warning("dropped a key expiry with an impossible cutoff")
+        }
+        let advanced = state.withLock { s -> Bool in
+            guard cutoff > s.keysExpiredBefore else { return false }
+            s.keysExpiredBefore = cutoff
+            return true
+        }
+        guard advanced else { return }
+        let dropped = executor.cache.dropUploaded(before: cutoff)
+        if dropped > 0 {
+            state.withLock { $0.keysExpired += dropped }
+            options.metrics?.increment("callveil_worker_keys_expired_total", by: dropped)
+        }
+    }
+
     func cachePushedKey(_ push: Callveil_Cluster_V1_KeyPush) async {
         guard let context = state.withLock({ $0.contexts[[UInt8](push.identifier)] }) else { return }
         try? await executor.cacheKey(user: push.user, identifier: [UInt8](push.identifier), timestamp: push.timestamp,
-                                     serialized: [UInt8](push.key), context: context)
+                                     serialized: [UInt8](push.key), context: context, uploadedAt: push.uploadedAt)
     }
 }

@@ -74,6 +74,9 @@ public final class ClusterWorker: Sendable {
         var scanCacheLoads = 0
         var transfersStarted = 0
         var wholeShardFailures = 0
+        /// The coordinator's key-expiry cutoff applied (seconds since 1970), and the parsed keys it dropped.
+        var keysExpiredBefore = 0.0
+        var keysExpired = 0
         /// Queries being answered, by request id, so that a `QueryCancel` can stop one.
         var queries: [UInt64: Task<Void, Never>] = [:]
         var stopped = false
@@ -198,6 +201,9 @@ public final class ClusterWorker: Sendable {
     /// Shards loaded and verified.
     public var loadedShards: Set<ShardKey> { state.withLock { Set($0.loaded.keys) } }
 
+    /// Parsed keys parsed and held now, and those dropped on the coordinator's expiry.
+    public var keyCounts: (held: Int, expired: Int) { (executor.cache.count, state.withLock { $0.keysExpired }) }
+
     /// Shards loaded with their content hashes.
     public var loadedContent: [ShardKey: [UInt8]] { state.withLock { $0.loaded } }
 
@@ -209,8 +215,8 @@ public final class ClusterWorker: Sendable {
 
     /// The heartbeat: the actual state.
     func sendHello() {
-        guard let (loaded, transfers) = state.withLock({ s -> ([ShardKey: [UInt8]], [ShardKey: (Int, Int, [UInt8])])? in
-            s.stopped ? nil : (s.loaded, s.transfers.mapValues { ($0.offset, $0.sink.totalBytes, $0.sha256) })
+        guard let (loaded, transfers, expiredBefore) = state.withLock({ s -> ([ShardKey: [UInt8]], [ShardKey: (Int, Int, [UInt8])], Double)? in
+            s.stopped ? nil : (s.loaded, s.transfers.mapValues { ($0.offset, $0.sink.totalBytes, $0.sha256) }, s.keysExpiredBefore)
         }) else { return }
         send(.with {
             $0.hello = .with {
@@ -218,6 +224,7 @@ public final class ClusterWorker: Sendable {
                 $0.threads = UInt32(options.threads ?? MulPirServer.coreCount)
                 $0.credit = UInt32(options.credit ?? executor.pool.width + executor.pool.limits.queryQueue)
                 $0.incarnation = incarnation
+                $0.keysExpiredBefore = expiredBefore
                 $0.loaded = loaded.sorted { $0.key < $1.key }.map { key, sha in
                     var ref = key.ref
                     ref.sha256 = Data(sha)
@@ -239,7 +246,7 @@ public final class ClusterWorker: Sendable {
     private func receive(_ frames: [[UInt8]]) {
         guard let message = decode(frames) else { return }
         switch message.body {
-        case .keyReply?, .drop?, .cancel?: handleNow(message)
+        case .keyReply?, .drop?, .cancel?, .keyExpiry?: handleNow(message)
         case .query(let query)?: startQuery(query, id: message.requestID)
         default: Task { await handle(message) }
         }
@@ -274,7 +281,9 @@ public final class ClusterWorker: Sendable {
     /// The messages handled in arrival order on the socket's thread: key answers, drops and cancels.
     private func handleNow(_ message: ClusterMessage) {
         switch message.body {
-        case .keyReply(let reply)?: keys.resolve(message.requestID, found: reply.found, timestamp: reply.timestamp, key: [UInt8](reply.key))
+        case .keyReply(let reply)?:
+            keys.resolve(message.requestID, found: reply.found, timestamp: reply.timestamp, key: [UInt8](reply.key), uploadedAt: reply.uploadedAt)
+        case .keyExpiry(let expiry)?: expireKeys(expiry)
         case .drop(let drop)?: self.drop(drop.shard)
         case .cancel?: cancelQuery(message.requestID)
         default: break

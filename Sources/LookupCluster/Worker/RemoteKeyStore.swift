@@ -16,6 +16,8 @@ public final class RemoteKeyStore: EvaluationKeyStore {
     private let requestHandler: Mutex<@Sendable (UInt64, String, [UInt8]) -> Void>
     /// How long to wait for the coordinator.
     public let timeout: Duration
+    /// The coordinator's store expires keys; this view does not.
+    public var maxAge: TimeInterval { .infinity }
 
     /// A store that sends `request(id, user, identifier)` to the coordinator and is answered by `resolve`.
     public init(timeout: Duration = .seconds(5), request: @escaping @Sendable (UInt64, String, [UInt8]) -> Void) {
@@ -47,10 +49,11 @@ public final class RemoteKeyStore: EvaluationKeyStore {
     }
 
     /// Delivers the coordinator's answer to request `id`.
-    public func resolve(_ id: UInt64, found: Bool, timestamp: UInt64, key: [UInt8]) {
+    public func resolve(_ id: UInt64, found: Bool, timestamp: UInt64, key: [UInt8], uploadedAt: Double) {
         guard let waiter = pending.withLock({ $0.removeValue(forKey: id) }) else { return }
         waiter.continuation.resume(returning: found ? StoredEvaluationKey(user: waiter.user, identifier: waiter.identifier,
-                                                                          timestamp: timestamp, uploadedAt: Date(), serialized: key) : nil)
+                                                                          timestamp: timestamp, uploadedAt: Date(timeIntervalSince1970: uploadedAt),
+                                                                          serialized: key) : nil)
     }
 
     private func complete(_ id: UInt64, _ result: Result<StoredEvaluationKey?, any Error>) {

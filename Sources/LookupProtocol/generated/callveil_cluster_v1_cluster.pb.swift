@@ -222,6 +222,14 @@ public nonisolated struct Callveil_Cluster_V1_ClusterMessage: Sendable {
     set {body = .cancel(newValue)}
   }
 
+  public var keyExpiry: Callveil_Cluster_V1_KeyExpiry {
+    get {
+      if case .keyExpiry(let v)? = body {return v}
+      return Callveil_Cluster_V1_KeyExpiry()
+    }
+    set {body = .keyExpiry(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -239,6 +247,7 @@ public nonisolated struct Callveil_Cluster_V1_ClusterMessage: Sendable {
     case keyPush(Callveil_Cluster_V1_KeyPush)
     case goodbye(Callveil_Cluster_V1_Goodbye)
     case cancel(Callveil_Cluster_V1_QueryCancel)
+    case keyExpiry(Callveil_Cluster_V1_KeyExpiry)
 
   }
 
@@ -311,6 +320,9 @@ public nonisolated struct Callveil_Cluster_V1_Hello: Sendable {
 
   /// Random per process start: a new value means the worker restarted (its in-flight queries are lost).
   public var incarnation: UInt64 = 0
+
+  /// The key-expiry cutoff the worker has applied (seconds since 1970; see KeyExpiry). 0: none yet.
+  public var keysExpiredBefore: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -448,6 +460,9 @@ public nonisolated struct Callveil_Cluster_V1_KeyReply: Sendable {
 
   public var key: Data = Data()
 
+  /// When the key was uploaded (seconds since 1970), so the worker can expire its parsed copy.
+  public var uploadedAt: Double = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -466,6 +481,23 @@ public nonisolated struct Callveil_Cluster_V1_KeyPush: Sendable {
   public var timestamp: UInt64 = 0
 
   public var key: Data = Data()
+
+  /// When the key was uploaded (seconds since 1970).
+  public var uploadedAt: Double = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Coordinator -> worker: keys uploaded before this moment (seconds since 1970) have expired; drop every parsed
+/// copy. Sent while a worker's Hello reports an older cutoff (level-triggered: a lost one is sent again).
+public nonisolated struct Callveil_Cluster_V1_KeyExpiry: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var uploadedBefore: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -632,7 +664,7 @@ nonisolated extension Callveil_Cluster_V1_ErrorCode: SwiftProtobuf._ProtoNamePro
 
 nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClusterMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}request_id\0\u{2}\u{8}hello\0\u{1}heartbeat\0\u{1}query\0\u{1}reply\0\u{3}key_request\0\u{3}key_reply\0\u{1}assign\0\u{3}transfer_request\0\u{1}chunk\0\u{1}loaded\0\u{1}drop\0\u{3}key_push\0\u{1}goodbye\0\u{1}cancel\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}request_id\0\u{2}\u{8}hello\0\u{1}heartbeat\0\u{1}query\0\u{1}reply\0\u{3}key_request\0\u{3}key_reply\0\u{1}assign\0\u{3}transfer_request\0\u{1}chunk\0\u{1}loaded\0\u{1}drop\0\u{3}key_push\0\u{1}goodbye\0\u{1}cancel\0\u{3}key_expiry\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -824,6 +856,19 @@ nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message,
           self.body = .cancel(v)
         }
       }()
+      case 24: try {
+        var v: Callveil_Cluster_V1_KeyExpiry?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .keyExpiry(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .keyExpiry(v)
+        }
+      }()
       default: break
       }
     }
@@ -896,6 +941,10 @@ nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message,
     case .cancel?: try {
       guard case .cancel(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+    }()
+    case .keyExpiry?: try {
+      guard case .keyExpiry(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
     }()
     case nil: break
     }
@@ -1002,7 +1051,7 @@ nonisolated extension Callveil_Cluster_V1_TransferProgress: SwiftProtobuf.Messag
 
 nonisolated extension Callveil_Cluster_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}worker_id\0\u{1}threads\0\u{1}loaded\0\u{1}credit\0\u{1}transfers\0\u{1}incarnation\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}worker_id\0\u{1}threads\0\u{1}loaded\0\u{1}credit\0\u{1}transfers\0\u{1}incarnation\0\u{3}keys_expired_before\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1016,6 +1065,7 @@ nonisolated extension Callveil_Cluster_V1_Hello: SwiftProtobuf.Message, SwiftPro
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.credit) }()
       case 5: try { try decoder.decodeRepeatedMessageField(value: &self.transfers) }()
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.incarnation) }()
+      case 7: try { try decoder.decodeSingularDoubleField(value: &self.keysExpiredBefore) }()
       default: break
       }
     }
@@ -1040,6 +1090,9 @@ nonisolated extension Callveil_Cluster_V1_Hello: SwiftProtobuf.Message, SwiftPro
     if self.incarnation != 0 {
       try visitor.visitSingularUInt64Field(value: self.incarnation, fieldNumber: 6)
     }
+    if self.keysExpiredBefore.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.keysExpiredBefore, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1050,6 +1103,7 @@ nonisolated extension Callveil_Cluster_V1_Hello: SwiftProtobuf.Message, SwiftPro
     if lhs.credit != rhs.credit {return false}
     if lhs.transfers != rhs.transfers {return false}
     if lhs.incarnation != rhs.incarnation {return false}
+    if lhs.keysExpiredBefore != rhs.keysExpiredBefore {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1249,7 +1303,7 @@ nonisolated extension Callveil_Cluster_V1_KeyRequest: SwiftProtobuf.Message, Swi
 
 nonisolated extension Callveil_Cluster_V1_KeyReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".KeyReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}found\0\u{1}timestamp\0\u{1}key\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}found\0\u{1}timestamp\0\u{1}key\0\u{3}uploaded_at\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1260,6 +1314,7 @@ nonisolated extension Callveil_Cluster_V1_KeyReply: SwiftProtobuf.Message, Swift
       case 1: try { try decoder.decodeSingularBoolField(value: &self.found) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.timestamp) }()
       case 3: try { try decoder.decodeSingularBytesField(value: &self.key) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.uploadedAt) }()
       default: break
       }
     }
@@ -1275,6 +1330,9 @@ nonisolated extension Callveil_Cluster_V1_KeyReply: SwiftProtobuf.Message, Swift
     if !self.key.isEmpty {
       try visitor.visitSingularBytesField(value: self.key, fieldNumber: 3)
     }
+    if self.uploadedAt.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.uploadedAt, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1282,6 +1340,7 @@ nonisolated extension Callveil_Cluster_V1_KeyReply: SwiftProtobuf.Message, Swift
     if lhs.found != rhs.found {return false}
     if lhs.timestamp != rhs.timestamp {return false}
     if lhs.key != rhs.key {return false}
+    if lhs.uploadedAt != rhs.uploadedAt {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1289,7 +1348,7 @@ nonisolated extension Callveil_Cluster_V1_KeyReply: SwiftProtobuf.Message, Swift
 
 nonisolated extension Callveil_Cluster_V1_KeyPush: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".KeyPush"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}identifier\0\u{1}timestamp\0\u{1}key\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}identifier\0\u{1}timestamp\0\u{1}key\0\u{3}uploaded_at\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1301,6 +1360,7 @@ nonisolated extension Callveil_Cluster_V1_KeyPush: SwiftProtobuf.Message, SwiftP
       case 2: try { try decoder.decodeSingularBytesField(value: &self.identifier) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.timestamp) }()
       case 4: try { try decoder.decodeSingularBytesField(value: &self.key) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.uploadedAt) }()
       default: break
       }
     }
@@ -1319,6 +1379,9 @@ nonisolated extension Callveil_Cluster_V1_KeyPush: SwiftProtobuf.Message, SwiftP
     if !self.key.isEmpty {
       try visitor.visitSingularBytesField(value: self.key, fieldNumber: 4)
     }
+    if self.uploadedAt.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.uploadedAt, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1327,6 +1390,37 @@ nonisolated extension Callveil_Cluster_V1_KeyPush: SwiftProtobuf.Message, SwiftP
     if lhs.identifier != rhs.identifier {return false}
     if lhs.timestamp != rhs.timestamp {return false}
     if lhs.key != rhs.key {return false}
+    if lhs.uploadedAt != rhs.uploadedAt {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Callveil_Cluster_V1_KeyExpiry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".KeyExpiry"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}uploaded_before\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.uploadedBefore) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.uploadedBefore.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.uploadedBefore, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Callveil_Cluster_V1_KeyExpiry, rhs: Callveil_Cluster_V1_KeyExpiry) -> Bool {
+    if lhs.uploadedBefore != rhs.uploadedBefore {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

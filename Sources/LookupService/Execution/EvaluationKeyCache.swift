@@ -15,6 +15,8 @@ public final class EvaluationKeyCache: Sendable {
         let key: EvaluationKey
         let bytes: Int
         var lastUse: UInt64
+        /// When the key was uploaded (seconds since 1970; 0 unknown), for expiry.
+        let uploadedAt: Double
     }
 
     private struct State {
@@ -48,12 +50,15 @@ public final class EvaluationKeyCache: Sendable {
         }
     }
 
-    /// Adds a parsed key of about `bytes` bytes, evicting the least recently used keys beyond the budget.
-    public func put(_ key: Key, _ value: EvaluationKey, bytes: Int) {
+    /// Adds a parsed key of about `bytes` bytes uploaded at `uploadedAt` (seconds since 1970), evicting the least
+    /// recently used keys beyond the budget.
+    public func put(_ key: Key, _ value: EvaluationKey, bytes: Int, uploadedAt: Double = 0) {
         guard bytes <= capacity else { return }
         state.withLock { s in
             s.tick += 1
-            if let old = s.entries.updateValue(Entry(key: value, bytes: bytes, lastUse: s.tick), forKey: key) { s.bytes -= old.bytes }
+            if let old = s.entries.updateValue(Entry(key: value, bytes: bytes, lastUse: s.tick, uploadedAt: uploadedAt), forKey: key) {
+                s.bytes -= old.bytes
+            }
             s.bytes += bytes
             while s.bytes > capacity, let victim = s.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
                 s.bytes -= victim.value.bytes
@@ -68,6 +73,20 @@ public final class EvaluationKeyCache: Sendable {
             for k in s.entries.keys where k.user == user && k.identifier == identifier {
                 s.bytes -= s.entries.removeValue(forKey: k)?.bytes ?? 0
             }
+        }
+    }
+
+    /// Drops every key uploaded before `cutoff` (seconds since 1970): they have expired in the store. Returns how
+    /// many were dropped.
+    @discardableResult
+    public func dropUploaded(before cutoff: Double) -> Int {
+        state.withLock { s in
+            let expired = s.entries.filter { $0.value.uploadedAt < cutoff }
+            for (key, entry) in expired {
+                s.entries.removeValue(forKey: key)
+                s.bytes -= entry.bytes
+            }
+            return expired.count
         }
     }
 

@@ -20,7 +20,8 @@ public final class LocalShardExecutor: ShardExecutor {
 
     private let installed = Mutex<[VersionID: Installed]>([:])
     private let keyStore: any EvaluationKeyStore
-    private let cache: EvaluationKeyCache
+    /// Parsed keys (a worker drops expired ones from it).
+    public let cache: EvaluationKeyCache
     /// The compute pool its key parsing and queries run on.
     public let pool: ComputePool
     private let threads: Int?
@@ -84,11 +85,13 @@ public final class LocalShardExecutor: ShardExecutor {
     }
 
     /// Parses and caches a pushed key so the first query with it does not wait.
-    public func cacheKey(user: String, identifier: [UInt8], timestamp: UInt64, serialized: [UInt8], context: Context) async throws {
+    public func cacheKey(user: String, identifier: [UInt8], timestamp: UInt64, serialized: [UInt8], context: Context,
+                         uploadedAt: Double = 0) async throws {
         let key = try await pool.run(lane: .key, owner: user) {
             try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context)
         }
-        cache.put(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp), key, bytes: key.memoryBytes)
+        cache.put(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp), key, bytes: key.memoryBytes,
+                  uploadedAt: uploadedAt)
     }
 
     public func retire(useCase: String, configID: [UInt8]) async {
@@ -140,7 +143,7 @@ public final class LocalShardExecutor: ShardExecutor {
             let key = try await pool.run(owner: user, deadline: deadline) {
                 try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: stored.serialized).native(), context: context)
             }
-            cache.put(cacheKey, key, bytes: key.memoryBytes)
+            cache.put(cacheKey, key, bytes: key.memoryBytes, uploadedAt: stored.uploadedAt.timeIntervalSince1970)
             return key
         }
     }

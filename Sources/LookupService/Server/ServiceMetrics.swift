@@ -45,8 +45,8 @@ public final class ServiceMetrics: Sendable {
     }
 
     /// Adds one to a counter of another component of this process (the cluster's messages, transfers).
-    public func increment(_ label: String, dimensions: [(String, String)] = []) {
-        CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory).increment()
+    public func increment(_ label: String, dimensions: [(String, String)] = [], by amount: Int = 1) {
+        CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory).increment(by: amount)
     }
 
     /// Sets a gauge of another component of this process.

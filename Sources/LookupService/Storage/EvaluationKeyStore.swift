@@ -4,6 +4,8 @@ import Foundation
 /// holds at most one key per key config a use case offers. Keys older than the store's maximum age are treated
 /// as absent. An interface, so a cluster can put a shared store behind it.
 public protocol EvaluationKeyStore: Sendable {
+    /// Keys uploaded longer ago than this are expired (`.infinity`: the store does not expire keys itself).
+    var maxAge: TimeInterval { get }
     /// Stores a key, replacing any key for the same (user, identifier); a store with a size limit evicts the
     /// keys uploaded longest ago to stay within it. Returns what the store holds afterwards.
     @discardableResult

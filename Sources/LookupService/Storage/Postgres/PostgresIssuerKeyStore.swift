@@ -19,43 +19,59 @@ public struct PostgresIssuerKeyStore: Sendable {
     }
 
     /// Makes the stored ring current for `tiers` (creating or rotating keys at most once across coordinators)
-    /// and loads it into `ring`; returns whether this call changed the stored keys.
+    /// and loads it into `ring`; returns whether this call changed the stored keys. New keys are generated
+    /// outside any transaction (RSA generation takes seconds) and written only if the stored ring is still the
+    /// one they were planned from; otherwise another coordinator decided first, and its keys are loaded instead.
     @discardableResult
     public func ensure(_ ring: IssuerKeyRing, tiers: [String]) async throws -> Bool {
         let sealing = store.sealing
         let logger = store.logger
-        let (entries, changed) = try await store.transaction("issuer keys") { connection -> ([IssuerKeyRing.Entry], Bool) in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
-            let current = try await Self.load(connection, sealing: sealing, logger: logger)
-            guard let planned = try ring.planned(from: current, tiers: tiers) else { return (current, false) }
-            let kept = Set(planned.map(\.issuer.tokenKey.keyID))
-            for entry in current where !kept.contains(entry.issuer.tokenKey.keyID) {
-                try await connection.query("DELETE FROM issuer_keys WHERE key_id = \(Data(entry.issuer.tokenKey.keyID))", logger: logger)
+        for _ in 0..<3 {
+            let current = try await read()
+            guard let planned = try await ComputePool.detached({ try ring.planned(from: current, tiers: tiers) }) else {
+                ring.replace(current)
+                return false
             }
-            let stored = Set(current.map(\.issuer.tokenKey.keyID))
-            for entry in planned where !stored.contains(entry.issuer.tokenKey.keyID) {
-                let keyID = entry.issuer.tokenKey.keyID
-                let sealed = try sealing.seal(Array(entry.issuer.pem.utf8), context: keyID)
-                try await connection.query("""
-                    INSERT INTO issuer_keys (key_id, tier, not_before, not_after, sealed_pem)
-                    VALUES (\(Data(keyID)), \(entry.tier), \(entry.notBefore.timeIntervalSince1970),
-                            \(entry.notAfter.timeIntervalSince1970), \(Data(sealed)))
-                    """, logger: logger)
+            let basis = Set(current.map(\.issuer.tokenKey.keyID))
+            let written = try await store.transaction("issuer keys") { connection -> [IssuerKeyRing.Entry]? in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
+                let stored = try await Self.load(connection, sealing: sealing, logger: logger)
+                guard Set(stored.map(\.issuer.tokenKey.keyID)) == basis else { return nil }  // someone decided first
+                let kept = Set(planned.map(\.issuer.tokenKey.keyID))
+                for entry in stored where !kept.contains(entry.issuer.tokenKey.keyID) {
+                    try await connection.query("DELETE FROM issuer_keys WHERE key_id = \(Data(entry.issuer.tokenKey.keyID))", logger: logger)
+                }
+                for entry in planned where !basis.contains(entry.issuer.tokenKey.keyID) {
+                    let keyID = entry.issuer.tokenKey.keyID
+                    let sealed = try sealing.seal(Array(entry.issuer.pem.utf8), context: keyID)
+                    try await connection.query("""
+                        INSERT INTO issuer_keys (key_id, tier, not_before, not_after, sealed_pem)
+                        VALUES (\(Data(keyID)), \(entry.tier), \(entry.notBefore.timeIntervalSince1970),
+                                \(entry.notAfter.timeIntervalSince1970), \(Data(sealed)))
+                        """, logger: logger)
+                }
+                return planned
             }
-            return (planned, true)
+            if let written {
+                ring.replace(written)
+                return true
+            }
         }
-        ring.replace(entries)
-        return changed
+        try await refresh(ring)
+        return false
+    }
+
+    private func read() async throws -> [IssuerKeyRing.Entry] {
+        let sealing = store.sealing
+        let logger = store.logger
+        return try await store.run("read issuer keys") { client in
+            try await client.withConnection { connection in try await Self.load(connection, sealing: sealing, logger: logger) }
+        }
     }
 
     /// Loads the stored ring into `ring` (decisions other coordinators made).
     public func refresh(_ ring: IssuerKeyRing) async throws {
-        let sealing = store.sealing
-        let logger = store.logger
-        let entries = try await store.run("read issuer keys") { client in
-            try await client.withConnection { connection in try await Self.load(connection, sealing: sealing, logger: logger) }
-        }
-        ring.replace(entries)
+        ring.replace(try await read())
     }
 
     private static func load(_ connection: PostgresConnection, sealing: StoreSealing, logger: Logger) async throws -> [IssuerKeyRing.Entry] {

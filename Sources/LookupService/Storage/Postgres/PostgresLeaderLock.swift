@@ -8,7 +8,10 @@ import Synchronization
 /// `checkInterval` and steps down as soon as a check fails or times out; the server ends a dead holder's session
 /// (and frees the lock) within a few seconds through the session's TCP settings (`tcp_user_timeout`,
 /// keepalives), so a holder that cannot reach the database stops leading before another can start. Everyone
-/// else tries to take the lock every `checkInterval`.
+/// else tries to take the lock every `checkInterval`. Leadership is also a lease: `isLeader` turns false once the
+/// last successful check started more than `lease` ago, so a holder whose checks stall (a starved or paused
+/// process) stops believing it leads without having to run. Writes that only a leader may make still need a fence
+/// of their own (a stalled holder can act on an old belief): make them through a check the database enforces.
 public final class PostgresLeaderLock: Sendable {
     /// The advisory-lock key (one per role that needs a leader).
     public let key: Int64
@@ -16,7 +19,10 @@ public final class PostgresLeaderLock: Sendable {
     public let checkInterval: Duration
     private let settings: PostgresSettings
     private let logger: Logger
-    private let leading = Mutex(false)
+    /// When the last successful check (or the acquisition) started, while this process holds the lock.
+    private let confirmed = Mutex<ContinuousClock.Instant?>(nil)
+    /// How long one successful check keeps `isLeader` true: three check intervals.
+    public var lease: Duration { checkInterval * 3 }
     private let loop = Mutex<Task<Void, Never>?>(nil)
     private let onChange: @Sendable (Bool) -> Void
 
@@ -30,8 +36,11 @@ public final class PostgresLeaderLock: Sendable {
         self.onChange = onChange
     }
 
-    /// Whether this process holds the lock now.
-    public var isLeader: Bool { leading.withLock { $0 } }
+    /// Whether this process holds the lock, as last confirmed within the lease.
+    public var isLeader: Bool {
+        guard let at = confirmed.withLock({ $0 }) else { return false }
+        return ContinuousClock.now - at < lease
+    }
 
     /// Starts trying to take (and keep) the lock.
     public func start() {
@@ -48,12 +57,14 @@ public final class PostgresLeaderLock: Sendable {
         await task?.value
     }
 
-    private func setLeading(_ value: Bool) {
-        let changed = leading.withLock { current -> Bool in
-            defer { current = value }
-            return current != value
+    /// Records a successful check that started at `at`, or (nil) the loss of the lock.
+    private func setLeading(_ at: ContinuousClock.Instant?) {
+        let changed = confirmed.withLock { current -> Bool in
+            defer { current = at }
+            return (current == nil) != (at == nil)
         }
         guard changed else { return }
+        let value = at != nil
         if value { logger.notice("leadership taken", metadata: ["lock": .stringConvertible(key)]) }
         else { logger.warning("leadership lost", metadata: ["lock": .stringConvertible(key)]) }
         onChange(value)
@@ -68,16 +79,18 @@ public final class PostgresLeaderLock: Sendable {
                 if let connection, !connection.isClosed {
                     session = connection
                 } else {
-                    setLeading(false)
+                    setLeading(nil)
                     session = try await Self.open(settings, id: nextID, logger: logger)
                     nextID += 1
                     connection = session
                 }
                 let key = self.key, logger = self.logger
-                if isLeader {
+                let started = ContinuousClock.now
+                if confirmed.withLock({ $0 != nil }) {
                     try await PostgresStore.withDeadline(checkInterval, "leader check") {
                         try await session.query("SELECT 1", logger: logger)
                     }
+                    setLeading(started)
                 } else {
                     let taken = try await PostgresStore.withDeadline(checkInterval, "leader attempt") { () -> Bool in
                         for try await value in try await session.query("SELECT pg_try_advisory_lock(\(key))", logger: logger).decode(Bool.self) {
@@ -85,17 +98,17 @@ public final class PostgresLeaderLock: Sendable {
                         }
                         return false
                     }
-                    if taken { setLeading(true) }
+                    if taken { setLeading(started) }
                 }
             } catch {
-                setLeading(false)
+                setLeading(nil)
                 if let open = connection { try? await open.close() }
                 connection = nil
                 logger.debug("leader lock check failed", metadata: ["error": .string("\(error)")])
             }
             try? await Task.sleep(for: checkInterval)
         }
-        setLeading(false)
+        setLeading(nil)
         if let connection { try? await connection.close() }
     }
 
