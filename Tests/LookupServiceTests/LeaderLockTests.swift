@@ -45,18 +45,11 @@ struct LeaderLockTests {
 
         // The leader's session is killed on the server (a database restart, an operator): it steps down, and
         // leadership is held again by one of them within a few seconds.
-        let admin = try await PostgresConnection.connect(
-            configuration: .init(host: settings.host, port: settings.port, username: settings.username, password: settings.password,
-                                 database: settings.database, tls: .disable), id: 99, logger: logger)
         let leader = try #require(locks.firstIndex { $0.isLeader })
-        do {
+        try await TestPostgres.withConnection(to: settings) { admin in
             try await admin.query("""
                 SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = \(Int64(Self.key & 0xffff_ffff))
                 """, logger: logger)
-            try await admin.close()
-        } catch {
-            try? await admin.close()
-            throw error
         }
         let steppedDown = try await Self.time(within: .seconds(5)) { !locks[leader].isLeader }
         #expect(steppedDown != nil, "the leader whose session was killed did not step down")

@@ -77,23 +77,22 @@ struct SharedStoreTests {
 
         // At rest: no row holds the user identifier, the evaluation key or an issuer private key in clear.
         let uploaded = try await device.freshKeyUpload(for: DemoDataset.block)
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(host: database.host, port: database.port, username: database.username, password: database.password,
-                                 database: database.database, tls: .disable), id: 9, logger: Logger(label: "test"))
-        var rows = 0
-        for try await (tag, sealed) in try await connection.query("SELECT user_tag, sealed_key FROM evaluation_keys", logger: Logger(label: "test"))
-            .decode((Data, Data).self) {
-            rows += 1
-            #expect(tag.count == 32 && !tag.elementsEqual(Data("shared-store-user".utf8)))
-            #expect(sealed.range(of: Data("shared-store-user".utf8)) == nil)
-            #expect(sealed.range(of: Data(uploaded.suffix(64))) == nil)
+        let (rows, issuerRows) = try await TestPostgres.withConnection(to: database) { connection -> (Int, Int) in
+            var rows = 0
+            for try await (tag, sealed) in try await connection.query("SELECT user_tag, sealed_key FROM evaluation_keys", logger: TestPostgres.logger)
+                .decode((Data, Data).self) {
+                rows += 1
+                #expect(tag.count == 32 && !tag.elementsEqual(Data("shared-store-user".utf8)))
+                #expect(sealed.range(of: Data("shared-store-user".utf8)) == nil)
+                #expect(sealed.range(of: Data(uploaded.suffix(64))) == nil)
+            }
+            var issuerRows = 0
+            for try await sealed in try await connection.query("SELECT sealed_pem FROM issuer_keys", logger: TestPostgres.logger).decode(Data.self) {
+                issuerRows += 1
+                #expect(sealed.range(of: Data("PRIVATE KEY".utf8)) == nil)
+            }
+            return (rows, issuerRows)
         }
-        var issuerRows = 0
-        for try await sealed in try await connection.query("SELECT sealed_pem FROM issuer_keys", logger: Logger(label: "test")).decode(Data.self) {
-            issuerRows += 1
-            #expect(sealed.range(of: Data("PRIVATE KEY".utf8)) == nil)
-        }
-        try await connection.close()
         #expect(rows == 1)
         #expect(issuerRows == 2)
     }
@@ -109,21 +108,14 @@ struct SharedStoreTests {
 
             // The database goes away: new connections refused, open ones terminated.
             func setReachable(_ reachable: Bool) async throws {
-                let admin = try await PostgresConnection.connect(
-                    configuration: .init(host: database.host, port: database.port, username: database.username,
-                                         password: database.password, database: "postgres", tls: .disable), id: 8, logger: Logger(label: "test"))
-                do {
+                try await TestPostgres.withConnection(to: database, database: "postgres") { admin in
                     try await admin.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \(database.database) ALLOW_CONNECTIONS \(reachable)"),
-                                          logger: Logger(label: "test"))
+                                          logger: TestPostgres.logger)
                     if !reachable {
                         try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database.database)",
-                                              logger: Logger(label: "test"))
+                                              logger: TestPostgres.logger)
                     }
-                } catch {
-                    try? await admin.close()
-                    throw error
                 }
-                try await admin.close()
             }
             try await setReachable(false)
             let keyword = Array(record.number.utf8)

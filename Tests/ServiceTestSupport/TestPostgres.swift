@@ -17,22 +17,35 @@ public enum TestPostgres {
     public static func freshDatabase(poolSize: Int = 4) async throws -> PostgresSettings {
         let server = try await TestPostgresServer.shared.start()
         let name = "callveil_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try await PostgresConnection.connect(
-            configuration: .init(host: server.host, port: server.port, username: server.user, password: server.password,
-                                 database: "postgres", tls: .disable),
-            id: 1, logger: Logger(label: "callveil.test.postgres"))
-        do {
-            try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "callveil.test.postgres"))
-            try await admin.close()
-        } catch {
-            try? await admin.close()
-            throw error
-        }
         var settings = try PostgresSettings(url: "postgres://\(server.user)@\(server.host):\(server.port)/\(name)?sslmode=disable",
                                             poolSize: poolSize)
         settings.password = server.password
+        try await withConnection(to: settings, database: "postgres") { admin in
+            try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+        }
         return settings
     }
+
+    /// Runs `body` on a connection of its own to `settings`' server (its database, or `database`), closed
+    /// whatever happens (an unclosed connection is a failed assertion in postgres-nio's debug builds).
+    public static func withConnection<T>(to settings: PostgresSettings, database: String? = nil,
+                                         _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: settings.host, port: settings.port, username: settings.username, password: settings.password,
+                                 database: database ?? settings.database, tls: .disable),
+            id: 1, logger: logger)
+        do {
+            let value = try await body(connection)
+            try await connection.close()
+            return value
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
+    /// The tests' PostgreSQL logger.
+    public static let logger = Logger(label: "callveil.test.postgres")
 
     /// A store connected to a fresh database, with a fresh key-encryption key.
     public static func store(poolSize: Int = 4) async throws -> PostgresStore {

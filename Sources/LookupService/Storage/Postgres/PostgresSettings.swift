@@ -60,10 +60,10 @@ public struct PostgresSettings: Sendable {
     /// The postgres-nio client configuration.
     var clientConfiguration: PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS
-        switch sslMode {
-        case "disable": tls = .disable
-        case "require": tls = .require(.makeClientConfiguration())
-        default: tls = .prefer(.makeClientConfiguration())
+        switch tlsConfiguration {
+        case nil: tls = .disable
+        case (let configuration, true)?: tls = .require(configuration)
+        case (let configuration, false)?: tls = .prefer(configuration)
         }
         var configuration = PostgresClient.Configuration(host: host, port: port, username: username, password: password,
                                                          database: database, tls: tls)
@@ -76,15 +76,20 @@ public struct PostgresSettings: Sendable {
     /// A single connection's configuration (the leader lock holds one of its own).
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
-        switch sslMode {
-        case "disable": tls = .disable
-        case "require": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        default: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        switch tlsConfiguration {
+        case nil: tls = .disable
+        case (let configuration, true)?: tls = .require(try NIOSSLContext(configuration: configuration))
+        case (let configuration, false)?: tls = .prefer(try NIOSSLContext(configuration: configuration))
         }
         var configuration = PostgresConnection.Configuration(host: host, port: port, username: username, password: password,
                                                              database: database, tls: tls)
         configuration.options.connectTimeout = .seconds(2)
         return configuration
+    }
+
+    /// TLS as `sslmode` asks: nil (disable), or the client configuration and whether it is required.
+    private var tlsConfiguration: (TLSConfiguration, required: Bool)? {
+        sslMode == "disable" ? nil : (.makeClientConfiguration(), sslMode == "require")
     }
 
     /// The URL without its password, for logs.
