@@ -14,7 +14,7 @@ public func initialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutable
     Seeds.writeIfRequested {
         _ = shard  // the fixture's files exist from here on
         let loaded = try UseCaseLoader.load(.init(name: Fixture.useCase, fileStem: Fixture.fileStem))
-        let compact = try CompactShard.serialize(loaded.databases[0], context: shard.context)
+        let compact = try CompactShard.serialize(try loaded.shards[0].load(), context: shard.context)
         let frame = try LZ4Frame.compress(compact)
         let cvshard = [UInt8](FileManager.default.contents(atPath: "\(Fixture.fileStem)-0.cvshard") ?? Data())
         return ["lz4-compact-shard": [0] + frame, "lz4-streamed": [1] + frame, "cvshard": [2] + cvshard,
