@@ -47,7 +47,6 @@ extension ClusterWorker {
         })
     }
 
-    /// Parses and caches a pushed key for the use cases this worker serves.
     /// Drops parsed keys uploaded before the coordinator's expiry cutoff (level-triggered: the Hello reports the
     /// cutoff applied, and the coordinator repeats a newer one until it shows).
     func expireKeys(_ expiry: Callveil_Cluster_V1_KeyExpiry) {
@@ -68,6 +67,7 @@ extension ClusterWorker {
         }
     }
 
+    /// Parses and caches a pushed key for the use cases this worker serves.
     func cachePushedKey(_ push: Callveil_Cluster_V1_KeyPush) async {
         guard let context = state.withLock({ $0.contexts[[UInt8](push.identifier)] }) else { return }
         try? await executor.cacheKey(user: push.user, identifier: [UInt8](push.identifier), timestamp: push.timestamp,

@@ -201,7 +201,7 @@ public final class ClusterWorker: Sendable {
     /// Shards loaded and verified.
     public var loadedShards: Set<ShardKey> { state.withLock { Set($0.loaded.keys) } }
 
-    /// Parsed keys parsed and held now, and those dropped on the coordinator's expiry.
+    /// Parsed keys held now, and how many were dropped on the coordinator's expiry.
     public var keyCounts: (held: Int, expired: Int) { (executor.cache.count, state.withLock { $0.keysExpired }) }
 
     /// Shards loaded with their content hashes.

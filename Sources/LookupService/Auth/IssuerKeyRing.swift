@@ -121,9 +121,6 @@ public final class IssuerKeyRing: Sendable {
         self.entries.withLock { $0 = ordered }
     }
 
-    /// What the ring holds.
-    var all: [Entry] { entries.withLock { $0 } }
-
     /// Starts a rotation of `tier` now: a successor is published at once and issues after `overlap`; the
     /// current key stays accepted `overlap` longer than that.
     public func rotate(tier: String) throws {

@@ -96,14 +96,13 @@ public actor LookupServer {
         if privacyPass.enabled ?? true {
             let lifetime = TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400)
             let overlap = TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400)
-            // On the shared store the ring starts empty and `apply` loads it (creating keys once for all coordinators).
-            issuerKeys = shared == nil
-                ? try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys", lifetime: lifetime, overlap: overlap)
-                : try IssuerKeyRing(lifetime: lifetime, overlap: overlap)
             let maxPerKey = privacyPass.maxNoncesPerKey ?? 100_000_000
             if let shared {
+                // The ring starts empty and `apply` loads it (creating keys once for all coordinators).
+                issuerKeys = try IssuerKeyRing(lifetime: lifetime, overlap: overlap)
                 nonces = PostgresNonceStore(store: shared, maxPerKey: maxPerKey)
             } else {
+                issuerKeys = try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys", lifetime: lifetime, overlap: overlap)
                 nonces = try SQLiteNonceStore(path: privacyPass.nonceDatabase ?? "nonces.sqlite", maxPerKey: maxPerKey)
             }
         } else {

@@ -146,7 +146,7 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
 
         /// The connection settings (the password file read, the URL checked).
         public func settings() throws -> PostgresSettings {
-            var settings = try PostgresSettings(url: url, poolSize: poolSize ?? 16, passwordFile: passwordFile)
+            var settings = try PostgresSettings(url: url, poolSize: poolSize ?? PostgresSettings.defaultPoolSize, passwordFile: passwordFile)
             if let seconds = operationTimeoutSeconds { settings.operationTimeout = .milliseconds(Int64(seconds * 1000)) }
             return settings
         }
@@ -269,7 +269,7 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
             throw ConfigError("privacyPass.issuerNames: a name must have 1 to 65535 bytes")
         }
         if let database {
-            do { _ = try PostgresSettings(url: database.url, poolSize: database.poolSize ?? 16) } catch let error as StoreError {
+            do { _ = try PostgresSettings(url: database.url, poolSize: database.poolSize ?? PostgresSettings.defaultPoolSize) } catch let error as StoreError {
                 throw ConfigError("database: \(error.reason)")
             }
             if let t = database.operationTimeoutSeconds, !(t > 0 && t <= 600) { throw ConfigError("database.operationTimeoutSeconds \(t) out of range") }

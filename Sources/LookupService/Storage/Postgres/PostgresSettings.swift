@@ -23,8 +23,11 @@ public struct PostgresSettings: Sendable {
     /// Deadline of one store operation, connection wait included.
     public var operationTimeout: Duration = .seconds(3)
 
+    /// Connections per process when the config does not say.
+    public static let defaultPoolSize = 16
+
     /// Settings from a URL; `passwordFile`, when given, overrides a password in the URL.
-    public init(url: String, poolSize: Int = 16, passwordFile: String? = nil) throws {
+    public init(url: String, poolSize: Int = defaultPoolSize, passwordFile: String? = nil) throws {
         guard let components = URLComponents(string: url), let scheme = components.scheme,
               scheme == "postgres" || scheme == "postgresql" else {
             throw StoreError(.invalidConfiguration, "database URL must be postgres://user@host:port/database")
