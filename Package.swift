@@ -122,6 +122,7 @@ let package = Package(
             name: "LookupCluster",
             dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "Cluster", "ZeroMQ", "LZ4",
                            .product(name: "Yams", package: "Yams"),
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Metrics", package: "swift-metrics"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -19,12 +19,12 @@ public struct EmbeddedCluster: Sendable {
     }
 
     /// The executor factory for `LookupServer`: a coordinator bound to the in-process endpoint, one copy per shard.
-    public func makeExecutor(logger: Logger) -> @Sendable (any EvaluationKeyStore) throws -> any ShardExecutor {
-        { [context, metrics] store in
+    public func makeExecutor(logger: Logger) -> @Sendable (ExecutorEnvironment) throws -> any ShardExecutor {
+        { [context, metrics] environment in
             var options = ClusterCoordinator.Options(bind: Self.endpoint)
             options.replication = 1
             options.metrics = metrics
-            return try ClusterCoordinator(context: context, options: options, keyStore: store, logger: logger)
+            return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: logger)
         }
     }
 

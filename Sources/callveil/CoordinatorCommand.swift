@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Hummingbird
 import Logging
 import LookupCluster
@@ -25,10 +26,16 @@ struct CoordinatorCommand: AsyncParsableCommand {
         options.metrics = metrics
         let context = try ZMQContext()
         let coordinatorOptions = options
-        let server = try await LookupServer(configPath: cluster.service, pool: nil, metrics: metrics, makeExecutor: { store in
-            try ClusterCoordinator(context: context, options: coordinatorOptions, keyStore: store, logger: logger)
-        }, logger: logger)
         let host = cluster.host ?? "127.0.0.1"
+        let holder = cluster.name ?? "\(ProcessInfo.processInfo.hostName):\(cluster.port ?? 8080)"
+        let server = try await LookupServer(configPath: cluster.service, pool: nil, metrics: metrics, makeExecutor: { environment in
+            var options = coordinatorOptions
+            // With a shared store, coordinators elect one placement leader there and the others follow it.
+            if let shared = environment.sharedStore {
+                options.desiredStore = PostgresDesiredStateStore(store: shared, holder: holder, logger: logger)
+            }
+            return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: logger)
+        }, logger: logger)
         let app = server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true, onAdminRunning: { port in
             logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(server.http.adminHost ?? "127.0.0.1"):\(port)")])
         }) { port in

@@ -7,15 +7,15 @@ import ServiceLifecycle
 import UnixSignals
 import ZeroMQ
 
-/// `callveil worker`: holds shards and answers queries for a coordinator.
+/// `callveil worker`: holds shards and answers queries for one or several coordinators.
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
-        abstract: "Join a coordinator, hold the shards it assigns, and answer queries.",
+        abstract: "Join the coordinators, hold the shards the leading one assigns, and answer queries from any.",
         discussion: "SIGTERM or SIGINT drains: the coordinator stops routing here, then the worker exits.")
 
-    @Option(help: "Coordinator endpoint, e.g. tcp://10.0.0.1:5555.")
-    var coordinator: String
+    @Option(help: "Coordinator endpoint, e.g. tcp://10.0.0.1:5555; repeat for several coordinators. A DNS name that resolves to several addresses stands for one coordinator per address.")
+    var coordinator: [String]
 
     @Option(help: "Directory for transferred shards.")
     var dataDir: String
@@ -30,8 +30,9 @@ struct WorkerCommand: AsyncParsableCommand {
     var keyFile: String?
 
     /// Parsed unconditionally: a Z85 key may begin with `-`, which would otherwise read as an option.
-    @Option(parsing: .unconditional, help: "The coordinator's CURVE public key (Z85, 40 characters; may begin with '-').")
-    var serverKey: String?
+    @Option(parsing: .unconditionalSingleValue,
+            help: "The coordinators' CURVE public key (Z85, 40 characters; may begin with '-'): once for all, or once per --coordinator in order.")
+    var serverKey: [String] = []
 
     @Option(help: "MiB of shard databases held in memory; shards beyond it are served from mapped scan files (default: no limit).")
     var memoryBudget: Int?
@@ -44,7 +45,16 @@ struct WorkerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try bootstrapLogging(logLevel)
-        var options = ClusterWorker.Options(coordinator: coordinator, dataDirectory: dataDir,
+        guard !coordinator.isEmpty else { throw ValidationError("give at least one --coordinator") }
+        guard serverKey.count <= 1 || serverKey.count == coordinator.count else {
+            throw ValidationError("give --server-key once for all coordinators or once per --coordinator")
+        }
+        for key in serverKey where !CurveKeyPair.isZ85Key(key) {
+            throw ValidationError("--server-key must be a Z85 CURVE public key of 40 characters")
+        }
+        let listed = coordinator.enumerated().map { (endpoint: $0.element, serverKey: serverKey.count > 1 ? serverKey[$0.offset] : serverKey.first) }
+        let endpoints = CoordinatorEndpoints.expand(listed)
+        var options = ClusterWorker.Options(coordinators: endpoints.map(\.endpoint), dataDirectory: dataDir,
                                             workerID: id ?? ProcessInfo.processInfo.hostName)
         options.threads = threads
         if let memoryBudget {
@@ -52,18 +62,16 @@ struct WorkerCommand: AsyncParsableCommand {
             options.memoryBudget = memoryBudget << 20
         }
         options.scanCache = !noScanCache
-        if coordinator.hasPrefix("tcp://") {
-            guard let keyFile, let serverKey else {
+        if endpoints.contains(where: { $0.endpoint.hasPrefix("tcp://") }) {
+            guard let keyFile, !serverKey.isEmpty else {
                 throw ValidationError("a tcp:// coordinator needs --key-file and --server-key (CURVE)")
             }
-            guard CurveKeyPair.isZ85Key(serverKey) else {
-                throw ValidationError("--server-key must be a Z85 CURVE public key of 40 characters")
-            }
-            options.curve = (try CurveKeyFile.read(keyFile), serverKey)
+            options.curve = (try CurveKeyFile.read(keyFile), endpoints.map { $0.serverKey ?? serverKey[0] })
         }
         let context = try ZMQContext()
         let worker = try ClusterWorker(context: context, options: options, logger: logger)
-        logger.info("worker started", metadata: ["id": .string(options.workerID), "coordinator": .string(coordinator)])
+        logger.info("worker started", metadata: ["id": .string(options.workerID),
+                                                 "coordinators": .string(options.coordinators.joined(separator: " "))])
         for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
             logger.info("draining", metadata: ["signal": "\(signal)"])
             break

@@ -28,7 +28,7 @@ struct ClusterTests {
             options.faults = faults
             options.pool = pool
             options.credit = credit
-            if let keys, let serverKey { options.curve = (keys, serverKey) }
+            if let keys, let serverKey { options.curve = (keys, [serverKey]) }
             edit(&options)
             return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
         }
@@ -62,7 +62,7 @@ struct ClusterTests {
         let context = try ZMQContext()
         let box = Mutex<ClusterCoordinator?>(nil)
         let config = try writeServiceConfig(in: directory, usecases: data.useCases, keyMaxAge: keyMaxAge)
-        let server = try await TestServer.start(configPath: config) { store in
+        let server = try await TestServer.start(configPath: config) { environment in
             var options = ClusterCoordinator.Options(bind: "tcp://127.0.0.1:0")
             options.replication = replication
             options.heartbeatTimeout = heartbeatTimeout
@@ -71,7 +71,7 @@ struct ClusterTests {
             options.faults = faults
             if let curve { options.curve = (curve.0, curve.1) }
             edit(&options)
-            let coordinator = try ClusterCoordinator(context: context, options: options, keyStore: store, logger: TestServer.logger)
+            let coordinator = try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: TestServer.logger)
             box.withLock { $0 = coordinator }
             return coordinator
         }

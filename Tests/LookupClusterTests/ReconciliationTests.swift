@@ -154,13 +154,13 @@ struct AllowListReloadTests {
         let data = try DemoDataset.make(in: directory, count: 60)
         let context = try ZMQContext()
         let box = Mutex<ClusterCoordinator?>(nil)
-        let http = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases)) { store in
+        let http = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases)) { environment in
             var options = ClusterCoordinator.Options(bind: "tcp://127.0.0.1:0")
             options.replication = 1
             options.heartbeatTimeout = .seconds(1)
             options.curve = (server, allowed.withLock { $0 })
             options.allowList = { allowed.withLock { $0 } }
-            let coordinator = try ClusterCoordinator(context: context, options: options, keyStore: store, logger: TestServer.logger)
+            let coordinator = try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: TestServer.logger)
             box.withLock { $0 = coordinator }
             return coordinator
         }
@@ -168,7 +168,7 @@ struct AllowListReloadTests {
         func worker(_ id: String, _ keys: CurveKeyPair) throws -> ClusterWorker {
             var options = ClusterWorker.Options(coordinator: coordinator.endpoint, dataDirectory: "\(directory)/worker-\(id)", workerID: id)
             options.threads = 1
-            options.curve = (keys, server.publicKey)
+            options.curve = (keys, [server.publicKey])
             return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
         }
         let workerA = try worker("a", a), refused = try worker("b", b)

@@ -16,31 +16,9 @@ import Testing
 struct SharedStoreTests {
     static let user = [("User-Identifier", "shared-store-user"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
 
-    /// A dataset and `services` configs, each in a directory of its own (its own SQLite files and issuer-key
-    /// directory, unused when the store is shared), naming one fresh PostgreSQL database and one key-encryption key.
-    static func setUp(privacyPass: Bool = true, services: Int = 1)
-        async throws -> (configs: [String], data: DemoDataset, database: PostgresSettings) {
-        let directory = try temporaryDirectory()
-        let data = try DemoDataset.make(in: directory, count: 40)
-        let database = try await TestPostgres.freshDatabase()
-        try Data((database.password ?? "").utf8).write(to: URL(fileURLWithPath: directory + "/db.password"))
-        try StoreSealing.generate(path: directory + "/store.kek")
-        var configs: [String] = []
-        for index in 0..<services {
-            let own = directory + "/service-\(index)"
-            try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
-            configs.append(try writeServiceConfig(in: own, usecases: data.useCases, privacyPass: privacyPass) { config in
-                config.database = .init(url: "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable",
-                                        passwordFile: directory + "/db.password", keyEncryptionKeyFile: directory + "/store.kek",
-                                        operationTimeoutSeconds: 2)
-            })
-        }
-        return (configs, data, database)
-    }
-
     @Test("A key uploaded through one service answers queries through the other; a token is spent once across both")
     func twoServicesShareKeysAndTokens() async throws {
-        let (configs, data, database) = try await Self.setUp(services: 2)
+        let (configs, data, database) = try await sharedStoreServices(count: 2)
         let a = try await TestServer.start(configPath: configs[0]), b = try await TestServer.start(configPath: configs[1])
         defer { Task { await a.stop(); await b.stop() } }
         #expect(a.server.sharedStore != nil && b.server.sharedStore != nil)
@@ -100,7 +78,7 @@ struct SharedStoreTests {
     @Test("Losing PostgreSQL: 503 with Retry-After for what needs it, no token accepted unrecorded, cached keys still answer; recovery")
     func databaseLost() async throws {
         for privacyPass in [true, false] {
-            let (configs, data, database) = try await Self.setUp(privacyPass: privacyPass)
+            let (configs, data, database) = try await sharedStoreServices(count: 1, privacyPass: privacyPass)
             let server = try await TestServer.start(configPath: configs[0])
             let device = server.device(userIdentifier: "shared-store-user")
             let record = data.records[3]

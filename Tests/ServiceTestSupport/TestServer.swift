@@ -24,7 +24,7 @@ public struct TestServer: Sendable {
     }
 
     /// Starts a service from a config file on an ephemeral port.
-    public static func start(configPath: String, makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)? = nil) async throws -> TestServer {
+    public static func start(configPath: String, makeExecutor: (@Sendable (ExecutorEnvironment) throws -> any ShardExecutor)? = nil) async throws -> TestServer {
         let server = try await LookupServer(configPath: configPath, makeExecutor: makeExecutor, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()

@@ -127,7 +127,7 @@ struct ClusterBench {
         func startWorker(_ i: Int, threads: Int) throws -> ClusterWorker {
             var o = ClusterWorker.Options(coordinator: coordinator.endpoint, dataDirectory: "\(directory)/w\(i)", workerID: "w\(i)")
             o.threads = threads
-            o.curve = (workerKeys[i], serverKeys.publicKey)
+            o.curve = (workerKeys[i], [serverKeys.publicKey])
             return try ClusterWorker(context: zmq, options: o, logger: logger)
         }
         let transferStart = now()

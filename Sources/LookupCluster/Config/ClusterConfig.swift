@@ -17,6 +17,8 @@ public struct ClusterConfig: Codable, Sendable {
 
     /// Path of the service config (users, use cases, keys, Privacy Pass).
     public var service: String
+    /// This coordinator's name among coordinators sharing a store (default: host name and HTTP port).
+    public var name: String?
     /// HTTP address.
     public var host: String?
     /// HTTP port.

@@ -24,7 +24,7 @@ extension ClusterCoordinator {
     /// of its holders, and no worker holding or fetching anything else.
     public var isConverged: Bool {
         state.withLock { s in
-            if s.planDirty { return false }
+            if s.planDirty && s.leading { return false }
             for (name, record) in s.workers {
                 let wanted = Dictionary(uniqueKeysWithValues: s.desired.shards(on: name).map { ($0.key, $0.sha256) })
                 if record.actual != wanted || !record.transfers.isEmpty { return false }
@@ -73,13 +73,15 @@ extension ClusterCoordinator {
     }
 
     /// `{"workers":{"<id>":<shards loaded>,…},"incarnations":{"<id>":"<hex>",…},"converged":…,"desiredShards":…,
-    /// "desiredGeneration":…}` for `/healthz`; an incarnation changes when the worker process restarts.
+    /// "desiredGeneration":…,"placementLeader":…}` for `/healthz`; an incarnation changes when the worker process
+    /// restarts.
     public var healthJSON: String? {
         let records = state.withLock { $0.workers.mapValues { ($0.actual.count, $0.incarnation) } }.sorted { $0.key < $1.key }
         let current = records.map { "\"\($0.key)\":\($0.value.0)" }
         let incarnations = records.map { "\"\($0.key)\":\"\(String($0.value.1, radix: 16))\"" }
         let desired = desiredState
         return "{\"workers\":{\(current.joined(separator: ","))},\"incarnations\":{\(incarnations.joined(separator: ","))},"
-            + "\"converged\":\(isConverged),\"desiredShards\":\(desired.shards.count),\"desiredGeneration\":\(desired.generation)}"
+            + "\"converged\":\(isConverged),\"desiredShards\":\(desired.shards.count),\"desiredGeneration\":\(desired.generation),"
+            + "\"placementLeader\":\(leadsPlacement)}"
     }
 }

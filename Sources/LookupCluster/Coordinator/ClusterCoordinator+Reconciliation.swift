@@ -73,17 +73,9 @@ extension ClusterCoordinator {
         }
     }
 
-    /// Adopts a stored desired placement at start (shards come from the service config as always).
-    func adopt(_ stored: DesiredState) {
-        state.withLock { s in
-            for (key, holders) in stored.placement where s.desired.shards[key] != nil && s.desired.placement[key] == nil {
-                s.desired.placement[key] = holders
-            }
-        }
-    }
-
+    /// Writes the desired state through to the store (the leader only: a follower's state is the store's).
     func persistDesired() {
-        let snapshot = state.withLock { $0.desired }
+        guard let snapshot = state.withLock({ $0.leading ? $0.desired : nil }) else { return }
         let store = options.desiredStore
         let logger = self.logger
         Task {
@@ -93,10 +85,10 @@ extension ClusterCoordinator {
         }
     }
 
-    /// Recomputes the placement if membership or shards changed, then reconciles every worker.
+    /// Recomputes the placement if membership or shards changed, then reconciles every worker (the leader only).
     func reconcileAll() {
         let replanned = state.withLock { s -> Bool in
-            guard s.planDirty else { return false }
+            guard s.leading, s.planDirty else { return false }
             s.planDirty = false
             let live = Set(s.workers.keys)
             var current: [ShardKey: Set<String>] = [:]
@@ -118,10 +110,10 @@ extension ClusterCoordinator {
     }
 
     /// Compares one worker's reported state with what it must hold and sends what is missing, each message
-    /// again after a back-off while the worker's state does not show it took effect.
+    /// again after a back-off while the worker's state does not show it took effect. Only the leader sends.
     func reconcile(_ name: String) {
         let messages = state.withLock { s -> [ClusterMessage] in
-            guard var record = s.workers[name] else { return [] }
+            guard s.leading, var record = s.workers[name] else { return [] }
             let now = ContinuousClock.now
             var out: [ClusterMessage] = []
             var assigns: [WorkerRecord.Content: WorkerRecord.Sent] = [:]

@@ -74,6 +74,10 @@ public final class ClusterCoordinator: ShardExecutor {
         var stopped = false
         /// Key pushes sent (one per worker per key).
         var keyPushes = 0
+        /// Whether this coordinator decides placement (see `steer`).
+        var leading = false
+        /// When the leader last recorded the workers it sees in the store.
+        var workersRecordedAt: ContinuousClock.Instant?
     }
 
     let state = Mutex(State())
@@ -83,13 +87,15 @@ public final class ClusterCoordinator: ShardExecutor {
     let loop = Mutex<SocketLoop?>(nil)
     let zap: ZAPAuthenticator?
     private let monitor = Mutex<Task<Void, Never>?>(nil)
+    private let steering = Mutex<Task<Void, Never>?>(nil)
     /// The bound endpoint (a `tcp://…:0` bind resolved to its port).
     public let endpoint: String
     /// Whether libzmq enforces the ZAP domain (handshakes fail when the authenticator is down); the coordinator
     /// refuses unauthenticated messages either way.
     public let zapEnforced: Bool
 
-    /// Starts the coordinator socket in `context`.
+    /// Starts the coordinator socket in `context`. It leads placement once its desired-state store says so
+    /// (at once with the in-memory store; with a shared store, when it holds the leader lock).
     public init(context: ZMQContext, options: Options, keyStore: any EvaluationKeyStore, logger: Logger) throws {
         self.options = options
         self.keyStore = keyStore
@@ -118,17 +124,25 @@ public final class ClusterCoordinator: ShardExecutor {
             }
         }
         monitor.withLock { $0 = task }
-        Task { [options, weak self] in
-            if let stored = try? await options.desiredStore.load() { self?.adopt(stored) }
+        let steering = Task { [weak self] in
+            while !Task.isCancelled {
+                await self?.steer()
+                try? await Task.sleep(for: .milliseconds(500))
+            }
         }
+        self.steering.withLock { $0 = steering }
     }
 
-    /// Stops routing and closes the socket; queries in flight fail.
-    public func stop() async { shutdown() }
+    /// Stops routing and closes the socket; queries in flight fail. A leader gives the leadership up at once.
+    public func stop() async {
+        shutdown()
+        await options.desiredStore.stop()
+    }
 
     /// `stop()` for synchronous callers.
     public func shutdown() {
         monitor.withLock { $0?.cancel() }
+        steering.withLock { $0?.cancel() }
         let (pending, waiters) = state.withLock { s in
             s.stopped = true
             defer { s.pending.removeAll() }

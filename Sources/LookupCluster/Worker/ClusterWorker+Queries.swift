@@ -5,25 +5,27 @@ import LookupProtocol
 import LookupService
 
 extension ClusterWorker {
-    /// Answers a query in a task of its own, registered under its request id (on the socket's thread, so before
-    /// any cancel of it is read) so that a `QueryCancel` can stop it. A duplicate of a query under way is ignored.
-    func startQuery(_ request: Callveil_Cluster_V1_QueryRequest, id: UInt64) {
+    /// Answers a query in a task of its own, registered under its link and request id (on the socket's thread, so
+    /// before any cancel of it is read) so that a `QueryCancel` can stop it. A duplicate of a query under way is
+    /// ignored.
+    func startQuery(_ request: Callveil_Cluster_V1_QueryRequest, id: UInt64, link: Int) {
+        let query = QueryID(link: link, id: id)
         state.withLock { s in
-            guard s.queries[id] == nil, !s.stopped else { return }
-            s.queries[id] = Task { [weak self] in
-                await self?.answer(request, id: id)
-                self?.state.withLock { _ = $0.queries.removeValue(forKey: id) }
+            guard s.queries[query] == nil, !s.stopped else { return }
+            s.queries[query] = Task { [weak self] in
+                await self?.answer(request, id: id, link: link)
+                self?.state.withLock { _ = $0.queries.removeValue(forKey: query) }
             }
         }
     }
 
     /// The coordinator's client went away: a query not yet computing is dropped (and answered as cancelled).
-    func cancelQuery(_ id: UInt64) {
-        state.withLock { $0.queries[id] }?.cancel()
+    func cancelQuery(_ query: QueryID) {
+        state.withLock { $0.queries[query] }?.cancel()
     }
 
-    /// Answers one query from the content held now; errors travel as cluster error codes.
-    func answer(_ request: Callveil_Cluster_V1_QueryRequest, id: UInt64) async {
+    /// Answers one query from the content held now, on the link it came on; errors travel as cluster error codes.
+    func answer(_ request: Callveil_Cluster_V1_QueryRequest, id: UInt64, link: Int) async {
         var reply = Callveil_Cluster_V1_QueryReply()
         if let (key, _) = ClusterLimits.validate(request.shard, needsHash: false),
            let sha = state.withLock({ $0.loaded[key] }),
@@ -31,8 +33,10 @@ extension ClusterWorker {
             let source: EvaluationKeySource = request.hasInlineKey ? .inline(request.inlineKey)
                 : .stored(user: request.user, identifier: [UInt8](request.keyIdentifier), timestamp: request.keyTimestamp)
             do {
-                reply.response = try await executor.execute(ShardQuery(useCase: key.useCase, configID: key.configID, shardIndex: key.shard,
-                                                                        query: request.query, key: source))
+                reply.response = try await Self.$queryLink.withValue(link) {
+                    try await executor.execute(ShardQuery(useCase: key.useCase, configID: key.configID, shardIndex: key.shard,
+                                                          query: request.query, key: source))
+                }
                 reply.sha256 = Data(sha)
             } catch {
                 (reply.errorCode, reply.errorMessage) = ClusterErrorCode.from(error)
@@ -44,7 +48,7 @@ extension ClusterWorker {
         send(.with {
             $0.requestID = id
             $0.reply = reply
-        })
+        }, link: link)
     }
 
     /// Drops parsed keys uploaded before the coordinator's expiry cutoff (level-triggered: the Hello reports the

@@ -9,8 +9,8 @@ extension ClusterWorker {
     /// Hold this content (idempotent): already loaded or loading, nothing to do; a transfer of it open, ask for
     /// the next chunk again (the last request or chunk may have been lost); on disk and verified, load it;
     /// otherwise start (or resume from a partial file) a transfer. A transfer of other content for the same
-    /// shard is abandoned.
-    func assign(_ assign: Callveil_Cluster_V1_AssignShard) async {
+    /// shard is abandoned. Chunks are asked for on `link`, the coordinator that sent the assign.
+    func assign(_ assign: Callveil_Cluster_V1_AssignShard, link: Int) async {
         var ref = assign.shard
         if ref.sha256.isEmpty { ref.sha256 = assign.sha256 }
         guard let (key, sha) = ClusterLimits.validate(ref, needsHash: true), assign.totalBytes <= ClusterLimits.maxShardBytes,
@@ -24,6 +24,7 @@ extension ClusterWorker {
             if let transfer = s.transfers[key] {
                 if transfer.sha256 == sha {
                     transfer.lastActivity = .now
+                    transfer.link = link
                     return .resend(transfer.offset)
                 }
                 s.transfers.removeValue(forKey: key)
@@ -33,7 +34,7 @@ extension ClusterWorker {
         }
         switch step {
         case .nothing: return
-        case .resend(let offset): return requestTransfer(key, sha: sha, offset: offset)
+        case .resend(let offset): return requestTransfer(key, sha: sha, offset: offset, link: link)
         case .open: break
         }
         let path = files.path(key, sha256: sha)
@@ -51,21 +52,21 @@ extension ClusterWorker {
             let offset = state.withLock { s -> Int? in
                 guard s.loading[key] == sha else { return nil }  // dropped meanwhile
                 s.loading.removeValue(forKey: key)
-                s.transfers[key] = Transfer(assign: assign, sha256: sha, sink: sink)
+                s.transfers[key] = Transfer(assign: assign, link: link, sha256: sha, sink: sink)
                 s.transfersStarted += 1
                 if sink.offset > 0 { s.resumed[key] = sink.offset }
                 return sink.offset
             }
             guard let offset else { return }
             if offset > 0 { logger.info("resuming shard transfer", metadata: ["shard": "\(key)", "offset": "\(offset)"]) }
-            requestTransfer(key, sha: sha, offset: offset)
+            requestTransfer(key, sha: sha, offset: offset, link: link)
         } catch {
             _ = state.withLock { $0.loading.removeValue(forKey: key) }
             report(key, sha: sha, ok: false, error: "\(error)")
         }
     }
 
-    func requestTransfer(_ key: ShardKey, sha: [UInt8], offset: Int) {
+    func requestTransfer(_ key: ShardKey, sha: [UInt8], offset: Int, link: Int) {
         var ref = key.ref
         ref.sha256 = Data(sha)
         send(.with {
@@ -73,21 +74,21 @@ extension ClusterWorker {
                 $0.shard = ref
                 $0.offset = UInt64(offset)
             }
-        })
+        }, link: link)
     }
 
     /// Asks again for the next chunk of every transfer that has heard nothing for `transferStall`.
     func resumeStalledTransfers() {
         let stall = options.transferStall
-        let stalled = state.withLock { s -> [(ShardKey, [UInt8], Int)] in
+        let stalled = state.withLock { s -> [(ShardKey, [UInt8], Int, Int)] in
             let now = ContinuousClock.now
             return s.transfers.compactMap { key, transfer in
                 guard !transfer.busy, now - transfer.lastActivity > stall else { return nil }
                 transfer.lastActivity = now
-                return (key, transfer.sha256, transfer.offset)
+                return (key, transfer.sha256, transfer.offset, transfer.link)
             }
         }
-        for (key, sha, offset) in stalled { requestTransfer(key, sha: sha, offset: offset) }
+        for (key, sha, offset, link) in stalled { requestTransfer(key, sha: sha, offset: offset, link: link) }
     }
 
     /// One chunk: verified and appended; a duplicate (an answer to a repeated request) is ignored; a corrupt one
@@ -124,6 +125,7 @@ extension ClusterWorker {
             }
         }
         enum Step { case next(Int), done(Callveil_Cluster_V1_AssignShard, [UInt8]), retry(Int), restart(String), fail(String), ignore }
+        let link = state.withLock { _ in transfer.link }
         let step: Step = state.withLock { s in
             transfer.busy = false
             guard s.transfers[key] === transfer else { return .ignore }  // dropped or replaced meanwhile
@@ -161,14 +163,14 @@ extension ClusterWorker {
             if offset * 10 / total != Int(chunk.offset) * 10 / total {
                 logger.info("shard transfer", metadata: ["shard": "\(key)", "received": "\(offset)/\(chunk.totalBytes)"])
             }
-            requestTransfer(key, sha: sha, offset: offset)
+            requestTransfer(key, sha: sha, offset: offset, link: link)
         case .retry(let offset):
             logger.warning("rejected a shard chunk; asking again", metadata: ["shard": "\(key)", "offset": "\(offset)"])
-            requestTransfer(key, sha: sha, offset: offset)
+            requestTransfer(key, sha: sha, offset: offset, link: link)
         case .restart(let why):
             logger.warning("whole shard failed its checksum; fetching it again", metadata: ["shard": "\(key)"])
             report(key, sha: sha, ok: false, error: why)
-            requestTransfer(key, sha: sha, offset: 0)
+            requestTransfer(key, sha: sha, offset: 0, link: link)
         case .done(let assign, let bytes):
             await load(key, sha: sha, assign: assign, bytes: bytes)
         case .fail(let why):
@@ -242,7 +244,7 @@ extension ClusterWorker {
         if !ok { logger.error("shard failed to load", metadata: ["shard": "\(key)", "error": .string(error)]) }
         var ref = key.ref
         ref.sha256 = Data(sha)
-        send(.with {
+        broadcast(.with {
             $0.loaded = .with {
                 $0.shard = ref
                 $0.ok = ok

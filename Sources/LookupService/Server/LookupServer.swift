@@ -42,8 +42,8 @@ public actor LookupServer {
     private let logger: Logger
 
     /// Reads the config, opens the key store and loads every use case. `makeExecutor` builds the shard executor
-    /// over the key store (a cluster coordinator); nil runs queries in-process.
-    public init(configPath: String, makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)? = nil,
+    /// over the key store and the shared store (a cluster coordinator); nil runs queries in-process.
+    public init(configPath: String, makeExecutor: (@Sendable (ExecutorEnvironment) throws -> any ShardExecutor)? = nil,
                 logger: Logger) async throws {
         try await self.init(configPath: configPath, pool: nil, metrics: nil, makeExecutor: makeExecutor, logger: logger)
     }
@@ -51,7 +51,7 @@ public actor LookupServer {
     /// As above, with the compute pool and metrics given (an embedded cluster's workers share the HTTP layer's
     /// pool; a coordinator records into the same metrics).
     public init(configPath: String, pool: ComputePool?, metrics: ServiceMetrics?,
-                makeExecutor: (@Sendable (any EvaluationKeyStore) throws -> any ShardExecutor)?, logger: Logger) async throws {
+                makeExecutor: (@Sendable (ExecutorEnvironment) throws -> any ShardExecutor)?, logger: Logger) async throws {
         let config = try ServiceConfig.load(path: configPath)
         let keys = config.keys ?? .init()
         let maxAge = TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600), maxBytes = (keys.maxStoredMegabytes ?? 32 * 1024) << 20
@@ -74,7 +74,7 @@ public actor LookupServer {
         let width = config.concurrentQueries ?? 2
         let queueTimeout = Duration.milliseconds(Int64((config.http?.queueTimeoutSeconds ?? 2) * 1000))
         let pool = pool ?? ComputePool(width: width, limits: .init(queryQueue: width * (config.http?.queuedQueriesPerSlot ?? 8), keyQueue: 16, keyWidth: 1, queueTimeout: queueTimeout))
-        let executor = try makeExecutor?(store) ?? LocalShardExecutor(keyStore: store, cache: cache, pool: pool,
+        let executor = try makeExecutor?(ExecutorEnvironment(keyStore: store, sharedStore: shared)) ?? LocalShardExecutor(keyStore: store, cache: cache, pool: pool,
                                                                       threads: config.computeThreads, metrics: metrics)
         var limits = LookupAPI.Limits()
         limits.maxKeyBytes = keys.maxKeyBytes ?? limits.maxKeyBytes

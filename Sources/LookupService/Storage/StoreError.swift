@@ -16,6 +16,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let schema = Code("schema")
         /// A stored value failed its integrity check (wrong key-encryption key, tampered row).
         public static let corrupt = Code("corrupt")
+        /// A write only the current leader may make was refused: another process took the lead since.
+        public static let fenced = Code("fenced")
     }
 
     /// What went wrong, as a stable code.

@@ -45,11 +45,11 @@ let cluster: (server: LookupServer, coordinator: ClusterCoordinator, worker: Clu
         let context = try ZMQContext()
         let path = Fixture.prepared
         let server = try blocking {
-            try await LookupServer(configPath: path, pool: nil, metrics: nil, makeExecutor: { store in
+            try await LookupServer(configPath: path, pool: nil, metrics: nil, makeExecutor: { environment in
                 var options = ClusterCoordinator.Options(bind: endpoint)
                 options.replication = 1
                 options.faults = faults
-                return try ClusterCoordinator(context: context, options: options, keyStore: store, logger: Fixture.logger)
+                return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: Fixture.logger)
             }, logger: Fixture.logger)
         }.get()
         var options = ClusterWorker.Options(coordinator: endpoint, dataDirectory: "\(Fixture.directory)/worker", workerID: "fuzz-worker")

@@ -90,6 +90,39 @@ enum PostgresMigrations {
             )
             """,
         ]),
+        Migration(version: 3, name: "cluster placement and worker registry", statements: [
+            // The placement leader's term: bumped by every coordinator that takes the leader lock, so a write by an
+            // older leader (a stalled process acting on an old belief) is refused by the database.
+            """
+            CREATE TABLE cluster_leadership (
+                role text PRIMARY KEY,
+                term bigint NOT NULL CHECK (term > 0),
+                holder text NOT NULL,
+                since timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            // The desired state (every shard of every dataset version served, its content hash and its holders),
+            // written by the leader under its term, read by every coordinator.
+            """
+            CREATE TABLE cluster_desired_state (
+                id smallint PRIMARY KEY CHECK (id = 1),
+                term bigint NOT NULL,
+                generation bigint NOT NULL,
+                state jsonb NOT NULL,
+                written_by text NOT NULL,
+                written_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            // Workers as the leader last saw them (for operators; placement never reads it).
+            """
+            CREATE TABLE cluster_workers (
+                worker_id text PRIMARY KEY,
+                seen_by text NOT NULL,
+                shards integer NOT NULL,
+                last_seen timestamptz NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// The newest version this build knows.
