@@ -24,9 +24,12 @@ test: deps
 	  else echo "network namespaces not available here: skipping the netns cluster test and the chaos run"; fi
 	$(MAKE) --no-print-directory overload
 
-# Three network namespaces, real TCP with CURVE: kill a worker, add one (cluster/netns-test.sh; needs root).
+# Network namespaces, real TCP with CURVE (needs root): kill a worker, add one (cluster/netns-test.sh); two
+# coordinators on one PostgreSQL: a token spent once across both, the leader killed under load, takeover, rejoin
+# (cluster/netns-shared-test.sh).
 cluster-test: deps
 	bash cluster/netns-test.sh
+	bash cluster/netns-shared-test.sh
 
 # Fault injection under load (cluster/chaos.sh; needs root): kills, restarts, reloads, admission and revocation
 # while simulated phones check every answer; prints a table. CALLVEIL_SEED, CALLVEIL_CHAOS_SECONDS tune it.

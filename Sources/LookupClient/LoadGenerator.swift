@@ -109,10 +109,24 @@ public struct LoadGenerator: Sendable {
         public var keyUploadBytes = 0
         /// Setup time: config sync and key uploads of all phones.
         public var setupSeconds = 0.0
+        /// Of `errors`: requests that got no HTTP answer (connection refused or lost, timeout).
+        public var connectionErrors = 0
+        /// Measured lookups by front door (with several URLs).
+        public var targets: [String: TargetResult] = [:]
     }
 
-    /// Server URL.
-    public let url: String
+    /// The measured lookups of the phones of one front door.
+    public struct TargetResult: Sendable, Codable {
+        /// Lookups answered, wrong answers, failed lookups, and of those the ones without an HTTP answer.
+        public var lookups = 0, mismatches = 0, errors = 0, connectionErrors = 0
+    }
+
+    /// Server URLs (front doors). With several, phone `i` lives at `urls[i % n]` (tokens, lookups) but syncs its
+    /// config and uploads its key at setup through the next one, `urls[(i + 1) % n]`: keys must follow a device
+    /// across coordinators.
+    public let urls: [String]
+    /// The first server URL.
+    public var url: String { urls[0] }
     /// Use cases.
     public let blockUseCase: String, identityUseCase: String
     /// Phones and their user token (nil: no Privacy Pass).
@@ -126,7 +140,15 @@ public struct LoadGenerator: Sendable {
     /// A generator.
     public init(url: String, blockUseCase: String, identityUseCase: String, phones: Int, userToken: String?, presentFraction: Double = 0.8,
                 retry: RetryPolicy = RetryPolicy()) {
-        self.url = url
+        self.init(urls: [url], blockUseCase: blockUseCase, identityUseCase: identityUseCase, phones: phones, userToken: userToken,
+                  presentFraction: presentFraction, retry: retry)
+    }
+
+    /// A generator over several front doors (at least one URL).
+    public init(urls: [String], blockUseCase: String, identityUseCase: String, phones: Int, userToken: String?, presentFraction: Double = 0.8,
+                retry: RetryPolicy = RetryPolicy()) {
+        precondition(!urls.isEmpty, "a load generator needs a URL")
+        self.urls = urls
         self.blockUseCase = blockUseCase
         self.identityUseCase = identityUseCase
         self.phones = max(phones, 1)
@@ -140,14 +162,20 @@ public struct LoadGenerator: Sendable {
     public func run(mode: Mode, duration: Duration, truth: Truth, seed: UInt64 = 1,
                     measuring: @Sendable () -> Void = {},
                     progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Result {
-        let http = LookupHTTPClient(baseURL: url)
+        let clients = urls.map { LookupHTTPClient(baseURL: $0) }
         let devices = (0..<phones).map { i -> LookupDevice in
-            let auth: any AuthorizationProvider = userToken.map { PrivacyPassAuthorization(issuer: http, userToken: $0, batch: 8) } ?? NoAuthorization()
-            return LookupDevice(http: http, userIdentifier: "bench-phone-\(seed)-\(i)", authorization: auth)
+            let home = clients[i % clients.count]
+            let auth: any AuthorizationProvider = userToken.map { PrivacyPassAuthorization(issuer: home, userToken: $0, batch: 8) } ?? NoAuthorization()
+            return LookupDevice(http: clients[(i + 1) % clients.count], userIdentifier: "bench-phone-\(seed)-\(i)", authorization: auth)
         }
         let setupStart = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for device in devices { group.addTask { try await device.syncConfig([blockUseCase, identityUseCase]) } }
+            for (i, device) in devices.enumerated() {
+                group.addTask {
+                    try await device.syncConfig([blockUseCase, identityUseCase])
+                    await device.route(to: clients[i % clients.count])
+                }
+            }
             try await group.waitForAll()
         }
         // Warm-up, not measured: two lookups per phone (connections, tokens, the server's key caches).
@@ -166,6 +194,7 @@ public struct LoadGenerator: Sendable {
         let warm = warmup.state.withLock { $0 }
         result.mismatches = warm.mismatches
         result.errors = warm.errors
+        result.connectionErrors = warm.connectionErrors
         result.problems = warm.problems
         result.unavailable = warm.unavailable
         result.unavailableWithoutRetryAfter = warm.unavailableWithoutRetryAfter
@@ -195,7 +224,11 @@ public struct LoadGenerator: Sendable {
                     group.addTask {
                         var rng = SplitMix64(seed: seed &* 1000 &+ UInt64(i))
                         while ContinuousClock.now < deadline {
-                            await lookup(device, truth: truth, rng: &rng, arrival: .now, into: shared)
+                            // A phone whose lookup failed waits a moment, as a phone would, instead of spinning on
+                            // a front door that refuses connections.
+                            if !(await lookup(device, truth: truth, rng: &rng, arrival: .now, into: shared)) {
+                                try? await Task.sleep(for: .milliseconds(200))
+                            }
                         }
                     }
                 }
@@ -228,8 +261,10 @@ public struct LoadGenerator: Sendable {
         return final
     }
 
+    /// One lookup (block and identity) with its answers checked; false when it failed.
+    @discardableResult
     private func lookup(_ device: LookupDevice, truth: Truth, rng: inout SplitMix64, arrival: ContinuousClock.Instant,
-                        into shared: ResultBox) async {
+                        into shared: ResultBox) async -> Bool {
         let present = truth.absent.isEmpty || Double(rng.next() % 10_000) / 10_000 < presentFraction
         let number: String
         let expected: (block: [UInt8]?, identity: [UInt8]?)
@@ -244,6 +279,7 @@ public struct LoadGenerator: Sendable {
         }
         let keyword = Array(number.utf8)
         let converged = truth.alternatives.isEmpty ? false : truth.converged()
+        let target = await device.http.baseURL
         do {
             if let refresh = retry.configRefreshSeconds, let last = await device.lastConfigSync,
                ContinuousClock.now - last > .milliseconds(Int(refresh * 1000)) {
@@ -254,20 +290,31 @@ public struct LoadGenerator: Sendable {
             let total = seconds(ContinuousClock.now - arrival)
             shared.state.withLock { r in
                 r.lookups += 1
+                r.targets[target, default: TargetResult()].lookups += 1
                 r.blockLatencies.append(blockLatency)
                 r.identityLatencies.append(identityLatency)
                 r.lookupLatencies.append(total)
                 if !truth.accepts((block, identity), for: number, expected: expected, converged: converged) {
                     r.mismatches += 1
-                    if r.problems.count < 10 { r.problems.append("wrong answer for \(number)") }
+                    r.targets[target, default: TargetResult()].mismatches += 1
+                    if r.problems.count < 10 { r.problems.append("wrong answer for \(number) at \(target)") }
                 }
             }
         } catch {
+            // An error that is not the server's answer (LookupClientError) never got one: the connection failed.
+            let connection = !(error is LookupClientError)
             shared.state.withLock { r in
                 r.errors += 1
-                if r.problems.count < 10 { r.problems.append("\(number): \(error)") }
+                r.targets[target, default: TargetResult()].errors += 1
+                if connection {
+                    r.connectionErrors += 1
+                    r.targets[target, default: TargetResult()].connectionErrors += 1
+                }
+                if r.problems.count < 10 { r.problems.append("\(number) at \(target): \(error)") }
             }
+            return false
         }
+        return true
     }
 
     /// One query with the retry policy: 503/429 with `Retry-After` is retried after that many seconds, 410 syncs

@@ -23,8 +23,8 @@ public actor LookupDevice {
         var timestamp: UInt64
     }
 
-    /// The HTTP transport.
-    public let http: LookupHTTPClient
+    /// The HTTP transport (the front door this device talks to now).
+    public private(set) var http: LookupHTTPClient
     /// `User-Identifier` header.
     public let userIdentifier: String
     /// `User-Agent` header.
@@ -51,6 +51,12 @@ public actor LookupDevice {
         self.userIdentifier = userIdentifier
         self.userAgent = userAgent
         self.authorization = authorization
+    }
+
+    /// Sends from now on to another front door: behind a load balancer a device reaches any coordinator, and
+    /// its keys and config (on the server, in the shared store) follow it.
+    public func route(to http: LookupHTTPClient) {
+        self.http = http
     }
 
     /// `POST path` with the device headers; 503 and 429 throw `LookupClientError.unavailable` (with the

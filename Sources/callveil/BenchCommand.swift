@@ -38,7 +38,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Open loop: lookups per second.") var rate = 1.0
     @Option(help: "Seconds of load per run.") var duration = 20.0
     @Option(help: "Fraction of lookups for numbers in the dataset.") var presentFraction = 0.8
-    @Option(help: "Target this server instead of starting one (it must serve the dataset in --dataset).") var url: String?
+    @Option(help: "Target this server instead of starting one (it must serve the dataset in --dataset); repeat for several front doors (phone i lives at the i-th modulo their number and uploads its key through the next).") var url: [String] = []
+    @Flag(help: "Requests that got no HTTP answer (a front door killed on purpose) do not fail the run; they are still counted, per front door.") var tolerateConnectionErrors = false
     @Option(help: "With --url: the dataset directory (its identities.csv is the truth), written by an earlier run or by generate-demo.") var dataset: String?
     @Option(help: "With --url: a second identities CSV; rows that differ may answer either value (a reload under way).") var acceptEither: String?
     @Option(help: "With --accept-either: once this file exists the reload has converged, and lookups started after must answer the second CSV's value.")
@@ -58,15 +59,15 @@ struct BenchCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let data = try BenchDataset.prepare(directory: dataset ?? "\(output)/dataset", rows: rows, identitySize: identitySize,
                                             blockShards: blockShards, identityShards: identityShards, preset: preset,
-                                            corrupt: corrupt, reuse: url != nil, seed: seed,
+                                            corrupt: corrupt, reuse: !url.isEmpty, seed: seed,
                                             acceptEither: acceptEither, convergedMarker: convergedMarker)
         var runs: [BenchRun] = []
         func measure(label: String, workers: Int, phones: Int, mode: LoadGenerator.Mode) async throws -> BenchRun {
-            let server = url == nil ? try await BenchServer.start(dataset: data, workers: workers, logger: logger) : nil
+            let server = url.isEmpty ? try await BenchServer.start(dataset: data, workers: workers, logger: logger) : nil
             defer { if let server { Task { await server.stop() } } }
-            let target = url ?? server!.url
+            let targets = server.map { [$0.url] } ?? url
             let snapshot = CPUSnapshot()
-            let generator = LoadGenerator(url: target, blockUseCase: BenchDataset.block, identityUseCase: BenchDataset.identity,
+            let generator = LoadGenerator(urls: targets, blockUseCase: BenchDataset.block, identityUseCase: BenchDataset.identity,
                                           phones: phones, userToken: userToken, presentFraction: presentFraction,
                                           retry: .init(retries: retries, configRefreshSeconds: configRefresh > 0 ? configRefresh : nil))
             let result = try await generator.run(mode: mode, duration: .milliseconds(Int(duration * 1000)), truth: data.truth, seed: seed,
@@ -75,8 +76,8 @@ struct BenchCommand: AsyncParsableCommand {
             }
             let (cpuBefore, computeBefore) = snapshot.values
             writeStderr("\n")
-            let run = BenchRun(label: label, workers: url == nil ? workers : nil, phones: phones, mode: mode, result: result,
-                               cpuSeconds: url == nil ? processCPUSeconds() - cpuBefore : nil,
+            let run = BenchRun(label: label, workers: url.isEmpty ? workers : nil, phones: phones, mode: mode, result: result,
+                               cpuSeconds: url.isEmpty ? processCPUSeconds() - cpuBefore : nil,
                                pirComputeSeconds: server.map { $0.pirComputeSeconds() - computeBefore })
             if let server { await server.stop() }
             return run
@@ -95,11 +96,13 @@ struct BenchCommand: AsyncParsableCommand {
                                           workers: workers, phones: phones, mode: chosen))
         }
         let report = BenchReport(rows: rows, identitySize: identitySize, blockShards: blockShards, identityShards: identityShards,
-                                 preset: preset, target: url ?? "embedded", cores: MulPirServer.coreCount, runs: runs)
+                                 preset: preset, target: url.isEmpty ? "embedded" : url.joined(separator: " "), cores: MulPirServer.coreCount, runs: runs)
         try report.write(to: output)
         print(report.markdown())
         if !noPlots { BenchReport.plot(output: output) }
-        let bad = runs.reduce(0) { $0 + $1.result.mismatches + $1.result.errors }
+        let bad = runs.reduce(0) {
+            $0 + $1.result.mismatches + $1.result.errors - (tolerateConnectionErrors ? $1.result.connectionErrors : 0)
+        }
         if bad > 0 {
             for run in runs where !run.result.problems.isEmpty { writeStderr("\(run.label): \(run.result.problems.joined(separator: "; "))\n") }
             throw ExitCode(1)

@@ -62,6 +62,16 @@ struct BenchReport: Codable {
                 + String(format: "%.1f / %.1f", Double(r.queryBytesUp) / 1024 / Double(requests), Double(r.queryBytesDown) / 1024 / Double(requests))
                 + " | \(String(format: "%.0f", Double(r.keyUploadBytes) / 1024)) | \(r.mismatches) | \(r.errors) | \(r.unavailable) (\(r.retriedSucceeded)) | \(r.configRefreshes) |")
         }
+        for run in runs where run.result.targets.count > 1 {
+            lines.append("")
+            lines.append("\(run.label), by front door:")
+            lines.append("")
+            lines.append("| front door | lookups | wrong | errors | of which no HTTP answer |")
+            lines.append("|---|---|---|---|---|")
+            for (target, t) in run.result.targets.sorted(by: { $0.key < $1.key }) {
+                lines.append("| \(target) | \(t.lookups) | \(t.mismatches) | \(t.errors) | \(t.connectionErrors) |")
+            }
+        }
         lines.append("")
         lines.append("CPU ms/request is the whole process (server and simulated phones) when the server is embedded; PIR ms/request is the server's compute time.")
         return lines.joined(separator: "\n") + "\n"
