@@ -2,9 +2,12 @@
 # bridge, the callveil binary, a cluster.yaml, workers started and killed, and waits on /healthz. Needs root.
 # The caller sets: ns (namespace names, the coordinator first), ips (their addresses), bridge, bridge_ip, tag.
 
+# CALLVEIL_BUILD=release builds and runs the release binary (benchmarks); the default is the debug build.
 netns_build() {
-  swift build --product callveil 2>&1 | grep -E "error|Build" | tail -1
-  bin="$(swift build --show-bin-path)/callveil"
+  local flags=()
+  [ "${CALLVEIL_BUILD:-debug}" = release ] && flags=(-c release)
+  swift build "${flags[@]}" --product callveil 2>&1 | grep -E "error|Build" | tail -1
+  bin="$(swift build "${flags[@]}" --show-bin-path)/callveil"
   work=$(mktemp -d "/tmp/callveil-$tag.XXXXXX")
   pids=()
   declare -gA worker_pid worker_key

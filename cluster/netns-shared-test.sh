@@ -9,6 +9,10 @@
 #      lookups through the dead one fail only without an HTTP answer, and no answer is wrong;
 #   4. the dead coordinator restarts and rejoins as a follower, and lookups through it succeed again.
 #   CALLVEIL_SEED  seed of the phones' numbers (default: random, printed)
+# With the argument `bench` it stops after step 1 and measures instead: lookups/s and latency with one and with
+# two coordinators in front of the same workers, interleaved (one, two, one, two), CALLVEIL_BENCH_SECONDS each
+# (default 30) with CALLVEIL_BENCH_PHONES phones (default 4); prints a table (bench/README.md records one, with
+# CALLVEIL_BUILD=release).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -103,6 +107,27 @@ placed() {
 }
 wait_for "shards on w1 and w2, as both coordinators see it" placed
 echo "$tag: coordinator-$leader leads, coordinator-$follower follows; 6 shards × 2 placed"
+
+if [ "${1:-}" = bench ]; then
+  seconds=${CALLVEIL_BENCH_SECONDS:-30} phones=${CALLVEIL_BENCH_PHONES:-4}
+  echo "| round | front doors | lookups/s | lookup p50 ms | lookup p99 ms | block p50/p99 ms | wrong | errors |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for round in 1 2 3 4; do
+    if [ $((round % 2)) = 1 ]; then urls=(--url "${door[a]}"); doors="A"; else urls=(--url "${door[a]}" --url "${door[b]}"); doors="A + B"; fi
+    "$bin" bench "${urls[@]}" --dataset "$work" --phones "$phones" --duration "$seconds" --seed "$((seed + round))" \
+      --output "$work/bench-$round" --no-plots >/dev/null 2>"$work/bench-$round.err" || fail "bench round $round"
+    python3 - "$work/bench-$round/results.json" "$round" "$doors" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]["result"]
+def p(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round((len(v) - 1) * q)))] * 1000 if v else float("nan")
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {r['lookups'] / r['seconds']:.2f} | {p(r['lookupLatencies'], .5):.0f} | {p(r['lookupLatencies'], .99):.0f} "
+      f"| {p(r['blockLatencies'], .5):.0f}/{p(r['blockLatencies'], .99):.0f} | {r['mismatches']} | {r['errors']} |")
+PY
+  done
+  exit 0
+fi
 
 # 2. One token at A and B at the same moment: accepted exactly once.
 "$bin" token-race --url "${door[a]}" --url "${door[b]}" --trials 100 | tee "$work/token-race.out" || fail "token race"

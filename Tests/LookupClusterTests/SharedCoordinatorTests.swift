@@ -25,7 +25,7 @@ struct SharedCoordinatorTests {
             guard let shared = environment.sharedStore else { throw ConfigError("the test config names no shared store") }
             var options = ClusterCoordinator.Options(bind: "tcp://127.0.0.1:0")
             options.replication = 2
-            options.heartbeatTimeout = .seconds(1)
+            options.heartbeatTimeout = .seconds(3)  // the default: under the parallel suite a 1 s timeout drops live workers
             options.requestTimeout = .seconds(5)
             options.desiredStore = PostgresDesiredStateStore(store: shared, holder: name, checkInterval: .milliseconds(250),
                                                              logger: TestServer.logger)
@@ -61,7 +61,7 @@ struct SharedCoordinatorTests {
             return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
         }
         let (leader, follower) = a.coordinator.leadsPlacement ? (a, b) : (b, a)
-        #expect(await leader.coordinator.waitUntilPlaced(copies: 2, timeout: .seconds(60)))
+        #expect(await leader.coordinator.waitUntilBalanced(workerCount: 2, timeout: .seconds(60)))
         // The follower adopts the stored placement and plans nothing of its own.
         #expect(try await Self.time(within: .seconds(5)) {
             let placed = leader.coordinator.desiredState.placement
@@ -125,13 +125,63 @@ struct SharedCoordinatorTests {
         }
     }
 
+    @Test("A key uploaded at A and expired is refused by both coordinators and dropped by both workers (their metrics say so)")
+    func expiryAcrossCoordinators() async throws {
+        let (configs, data, _) = try await sharedStoreServices(count: 2, privacyPass: false, keyMaxAge: 4)
+        let context = try ZMQContext()
+        let a = try await Self.front(configs[0], name: "coordinator-a", context: context)
+        let b = try await Self.front(configs[1], name: "coordinator-b", context: context)
+        let directory = try temporaryDirectory()
+        let metrics = [ServiceMetrics(), ServiceMetrics()]
+        let workers = try ["w1", "w2"].enumerated().map { index, id in
+            var options = ClusterWorker.Options(coordinators: [a.coordinator.endpoint, b.coordinator.endpoint],
+                                                dataDirectory: "\(directory)/\(id)", workerID: id)
+            options.threads = 1
+            options.metrics = metrics[index]
+            return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
+        }
+        #expect(try await Self.time(within: .seconds(60)) {
+            [a, b].contains { $0.coordinator.leadsPlacement && $0.coordinator.isConverged }
+                && [a, b].allSatisfy { $0.coordinator.workers.count == 2 }
+        } != nil)
+        // Uploaded through A (each worker serves both use cases with replication 2: the key is pushed to both).
+        let device = a.server.device(userIdentifier: "expiring-user")
+        let record = data.records[3]
+        #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == record.blockValue)
+        let stale = try await device.queryRequest(Array(data.records[4].number.utf8), in: DemoDataset.block)
+        #expect(try await Self.time(within: .seconds(5)) { workers.allSatisfy { $0.keyCounts.held == 1 } } != nil)
+        func expiredOnWorker(_ index: Int) -> Int {
+            let text = String(decoding: metrics[index].exposition(), as: UTF8.self)
+            let line = text.split(separator: "\n").first { $0.hasPrefix("callveil_worker_keys_expired_total") }
+            return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        }
+        #expect(expiredOnWorker(0) == 0 && expiredOnWorker(1) == 0)
+        // Past the maximum age (and the coordinators' slack), both workers drop it, whichever coordinator's
+        // KeyExpiry arrives first.
+        #expect(try await Self.time(within: .seconds(12)) { expiredOnWorker(0) == 1 && expiredOnWorker(1) == 1 } != nil)
+        #expect(workers.allSatisfy { $0.keyCounts.held == 0 })
+        let headers = [("User-Identifier", "expiring-user"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
+        for front in [a, b] {
+            let refused = try await front.server.post("/queries", body: try stale.serializedBytes(), headers: headers)
+            #expect(refused.status == 400)
+            #expect(String(decoding: refused.body, as: UTF8.self).contains("Evaluation key not found"))
+        }
+        for worker in workers { worker.stop() }
+        for front in [a, b] {
+            await front.server.stop()
+            await front.coordinator.stop()
+        }
+    }
+
     @Test("A leader whose term was taken over is refused by the database (fenced), and claims again when it still holds the lock")
     func fencing() async throws {
         let store = try await TestPostgres.store()
-        let first = PostgresDesiredStateStore(store: store, holder: "first", checkInterval: .milliseconds(200), logger: TestServer.logger)
-        let second = PostgresDesiredStateStore(store: store, holder: "second", checkInterval: .milliseconds(200), logger: TestServer.logger)
+        // Checks every second: a lease of 3 s survives the parallel suite's stalls (a lease that lapses is a loss of
+        // the lead, by design).
+        let first = PostgresDesiredStateStore(store: store, holder: "first", logger: TestServer.logger)
+        let second = PostgresDesiredStateStore(store: store, holder: "second", logger: TestServer.logger)
         var leads: [Bool] = []
-        for _ in 0..<50 {
+        for _ in 0..<100 {
             leads = [await first.leads(), await second.leads()]
             if leads.contains(true) { break }
             try await Task.sleep(for: .milliseconds(100))
@@ -164,7 +214,12 @@ struct SharedCoordinatorTests {
         }
         #expect(try await other.load()?.generation == 3)
         // Still holding the lock, it claims a new term and may write again.
-        #expect(await leader.leads())
+        var again = false
+        for _ in 0..<100 where !again {
+            again = await leader.leads()
+            if !again { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(again)
         try await leader.save(state)
         #expect(try await other.load()?.generation == 4)
         await first.stop()

@@ -166,10 +166,14 @@ public actor LookupServer {
     /// keys, and updates the gauge. Returns the number of evaluation keys deleted.
     public func maintain() async throws -> Int {
         let purged = try await keyStore.purgeExpired()
+        if purged > 0 { metrics.increment("callveil_evaluation_keys_expired_total", by: purged) }
         metrics.recordKeyStore(try await keyStore.usage())
         if let issuerKeys, let nonces {
             let tiers = Set(self.tiers.withLock { $0.values })
-            if try await ensureIssuerKeys(tiers: Array(tiers)) { logger.info("issuer keys rotated") }
+            if try await ensureIssuerKeys(tiers: Array(tiers)) {
+                logger.info("issuer keys rotated")
+                metrics.increment("callveil_issuer_key_rotations_total")
+            }
             _ = try await nonces.forget(keyIDsNotIn: issuerKeys.liveKeyIDs)
         }
         return purged
