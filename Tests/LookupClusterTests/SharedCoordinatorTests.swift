@@ -36,14 +36,13 @@ struct SharedCoordinatorTests {
         return Front(server: server, coordinator: try #require(box.withLock { $0 }))
     }
 
-    /// Polls `condition` every 50 ms for up to `within`; the time it took, or nil.
-    static func time(within: Duration, _ condition: () -> Bool) async throws -> Duration? {
-        let start = ContinuousClock.now
-        while ContinuousClock.now - start < within {
-            if condition() { return ContinuousClock.now - start }
-            try await Task.sleep(for: .milliseconds(50))
+    /// Stops the workers, then the coordinators and their HTTP servers.
+    static func stop(_ workers: [ClusterWorker], _ fronts: [Front]) async {
+        for worker in workers { worker.stop() }
+        for front in fronts {
+            await front.server.stop()
+            await front.coordinator.stop()
         }
-        return nil
     }
 
     @Test("One leader, one follower; a key uploaded at A answers at B; the leader stops under load and B takes over within 10 s without a failed query or a moved shard; A returns as a follower")
@@ -52,7 +51,7 @@ struct SharedCoordinatorTests {
         let context = try ZMQContext()
         let a = try await Self.front(configs[0], name: "coordinator-a", context: context)
         let b = try await Self.front(configs[1], name: "coordinator-b", context: context)
-        #expect(try await Self.time(within: .seconds(10)) { [a, b].filter { $0.coordinator.leadsPlacement }.count == 1 } != nil)
+        #expect(try await timeUntil(within: .seconds(10)) { [a, b].filter { $0.coordinator.leadsPlacement }.count == 1 } != nil)
         let directory = try temporaryDirectory()
         let workers = try ["w1", "w2"].map { id in
             var options = ClusterWorker.Options(coordinators: [a.coordinator.endpoint, b.coordinator.endpoint],
@@ -63,7 +62,7 @@ struct SharedCoordinatorTests {
         let (leader, follower) = a.coordinator.leadsPlacement ? (a, b) : (b, a)
         #expect(await leader.coordinator.waitUntilBalanced(workerCount: 2, timeout: .seconds(60)))
         // The follower adopts the stored placement and plans nothing of its own.
-        #expect(try await Self.time(within: .seconds(5)) {
+        #expect(try await timeUntil(within: .seconds(5)) {
             let placed = leader.coordinator.desiredState.placement
             return !placed.isEmpty && follower.coordinator.desiredState.placement == placed
         } != nil)
@@ -100,7 +99,7 @@ struct SharedCoordinatorTests {
         try await Task.sleep(for: .seconds(1))
         await leader.server.stop()
         await leader.coordinator.stop()
-        let takeover = try await Self.time(within: .seconds(10)) { follower.coordinator.leadsPlacement }
+        let takeover = try await timeUntil(within: .seconds(10)) { follower.coordinator.leadsPlacement }
         #expect(takeover != nil, "the follower did not take over within 10 s")
         try await Task.sleep(for: .seconds(2))
         done.withLock { $0 = true }
@@ -115,14 +114,10 @@ struct SharedCoordinatorTests {
         // The old leader comes back and follows.
         let back = try await Self.front(leader.coordinator === a.coordinator ? configs[0] : configs[1], name: "coordinator-returned",
                                         context: context)
-        #expect(try await Self.time(within: .seconds(5)) { back.coordinator.desiredState.placement == placementBefore } != nil)
+        #expect(try await timeUntil(within: .seconds(5)) { back.coordinator.desiredState.placement == placementBefore } != nil)
         #expect(!back.coordinator.leadsPlacement && follower.coordinator.leadsPlacement)
 
-        for worker in workers { worker.stop() }
-        for front in [back, follower] {
-            await front.server.stop()
-            await front.coordinator.stop()
-        }
+        await Self.stop(workers, [back, follower])
     }
 
     @Test("A key uploaded at A and expired is refused by both coordinators and dropped by both workers (their metrics say so)")
@@ -140,7 +135,7 @@ struct SharedCoordinatorTests {
             options.metrics = metrics[index]
             return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
         }
-        #expect(try await Self.time(within: .seconds(60)) {
+        #expect(try await timeUntil(within: .seconds(60)) {
             [a, b].contains { $0.coordinator.leadsPlacement && $0.coordinator.isConverged }
                 && [a, b].allSatisfy { $0.coordinator.workers.count == 2 }
         } != nil)
@@ -149,7 +144,7 @@ struct SharedCoordinatorTests {
         let record = data.records[3]
         #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == record.blockValue)
         let stale = try await device.queryRequest(Array(data.records[4].number.utf8), in: DemoDataset.block)
-        #expect(try await Self.time(within: .seconds(5)) { workers.allSatisfy { $0.keyCounts.held == 1 } } != nil)
+        #expect(try await timeUntil(within: .seconds(5)) { workers.allSatisfy { $0.keyCounts.held == 1 } } != nil)
         func expiredOnWorker(_ index: Int) -> Int {
             let text = String(decoding: metrics[index].exposition(), as: UTF8.self)
             let line = text.split(separator: "\n").first { $0.hasPrefix("callveil_worker_keys_expired_total") }
@@ -158,7 +153,7 @@ struct SharedCoordinatorTests {
         #expect(expiredOnWorker(0) == 0 && expiredOnWorker(1) == 0)
         // Past the maximum age (and the coordinators' slack), both workers drop it, whichever coordinator's
         // KeyExpiry arrives first.
-        #expect(try await Self.time(within: .seconds(12)) { expiredOnWorker(0) == 1 && expiredOnWorker(1) == 1 } != nil)
+        #expect(try await timeUntil(within: .seconds(12)) { expiredOnWorker(0) == 1 && expiredOnWorker(1) == 1 } != nil)
         #expect(workers.allSatisfy { $0.keyCounts.held == 0 })
         let headers = [("User-Identifier", "expiring-user"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
         for front in [a, b] {
@@ -166,11 +161,7 @@ struct SharedCoordinatorTests {
             #expect(refused.status == 400)
             #expect(String(decoding: refused.body, as: UTF8.self).contains("Evaluation key not found"))
         }
-        for worker in workers { worker.stop() }
-        for front in [a, b] {
-            await front.server.stop()
-            await front.coordinator.stop()
-        }
+        await Self.stop(workers, [a, b])
     }
 
     @Test("A leader whose term was taken over is refused by the database (fenced), and claims again when it still holds the lock")

@@ -21,16 +21,6 @@ struct LeaderLockTests {
         return locks.map(\.isLeader)
     }
 
-    /// Waits up to `limit` for `condition`; returns how long it took, nil on timeout.
-    static func time(within limit: Duration, _ condition: () -> Bool) async throws -> Duration? {
-        let start = ContinuousClock.now
-        while ContinuousClock.now - start < limit {
-            if condition() { return ContinuousClock.now - start }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
-    }
-
     @Test("One leader of two; the other takes over when the leader stops or its session is killed; none without the database")
     func takeover() async throws {
         let settings = try await TestPostgres.freshDatabase()
@@ -40,7 +30,7 @@ struct LeaderLockTests {
         let locks = [PostgresLeaderLock(settings: settings, key: Self.key, checkInterval: .milliseconds(500), logger: logger),
                      PostgresLeaderLock(settings: settings, key: Self.key, checkInterval: .milliseconds(500), logger: logger)]
         locks.forEach { $0.start() }
-        #expect(try await Self.time(within: .seconds(10)) { locks.contains { $0.isLeader } } != nil)
+        #expect(try await timeUntil(within: .seconds(10)) { locks.contains { $0.isLeader } } != nil)
         _ = try await Self.watch(locks, for: .seconds(1))
 
         // The leader's session is killed on the server (a database restart, an operator): it steps down, and
@@ -51,17 +41,17 @@ struct LeaderLockTests {
                 SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = \(Int64(Self.key & 0xffff_ffff))
                 """, logger: logger)
         }
-        let steppedDown = try await Self.time(within: .seconds(5)) { !locks[leader].isLeader }
+        let steppedDown = try await timeUntil(within: .seconds(5)) { !locks[leader].isLeader }
         #expect(steppedDown != nil, "the leader whose session was killed did not step down")
-        let relead = try await Self.time(within: .seconds(10)) { locks.contains { $0.isLeader } }
+        let relead = try await timeUntil(within: .seconds(10)) { locks.contains { $0.isLeader } }
         #expect(relead != nil)
         _ = try await Self.watch(locks, for: .seconds(2))
 
         // The leader stops: the other takes over within a few seconds.
-        _ = try await Self.time(within: .seconds(10)) { locks.contains { $0.isLeader } }
+        _ = try await timeUntil(within: .seconds(10)) { locks.contains { $0.isLeader } }
         let current = try #require(locks.firstIndex { $0.isLeader })
         await locks[current].stop()
-        let takeover = try await Self.time(within: .seconds(10)) { locks[1 - current].isLeader }
+        let takeover = try await timeUntil(within: .seconds(10)) { locks[1 - current].isLeader }
         #expect(takeover != nil && takeover! < .seconds(5), "takeover after \(String(describing: takeover))")
         await locks[1 - current].stop()
 
