@@ -53,6 +53,8 @@ run() {  # run <store> <round>
   [ "$store" = postgres ] && pg_temp_psql "SELECT pg_stat_statements_reset()" > /dev/null
   "$bin" bench --url "http://127.0.0.1:$port" --dataset "$work" --phones "$phones" --duration "$seconds" \
     --output "$work/out-$store-$round" > "$work/bench-$store-$round.log" 2>&1 || { echo "bench failed ($store)"; tail -n 20 "$work/bench-$store-$round.log"; exit 1; }
+  # The parsed-key cache's hits and misses (setup and warm-up included).
+  curl -sf "http://127.0.0.1:$admin/metrics" | grep '^callveil_key_cache_lookups_total' > "$work/cache-$store-$round.txt" || true
   if [ "$store" = postgres ]; then
     pg_temp_psql "SELECT COALESCE(SUM(calls),0) || ' ' || COALESCE(SUM(total_exec_time),0) FROM pg_stat_statements
                   WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'bench')" > "$work/pg-$round.txt"
@@ -65,8 +67,15 @@ for round in $(seq 1 "$rounds"); do run sqlite "$round"; run postgres "$round"; 
 python3 - "$work" "$rounds" <<'PY'
 import json, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
-print("| store | round | lookups | lookups/s | lookup p50 ms | lookup p99 ms | wrong | errors | PG statements per PIR request | PG ms per PIR request |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| store | round | lookups | lookups/s | lookup p50 ms | lookup p99 ms | wrong | errors | key cache hits | PG statements per PIR request | PG ms per PIR request |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+def cache_hits(path):
+    counts = {}
+    for line in open(path):
+        name, value = line.rsplit(" ", 1)
+        counts["hit" if 'result="hit"' in name else "miss"] = float(value)
+    total = counts.get("hit", 0) + counts.get("miss", 0)
+    return f"{100 * counts.get('hit', 0) / total:.1f}% of {int(total)}" if total else "–"
 for r in range(1, rounds + 1):
     for store in ("sqlite", "postgres"):
         report = json.load(open(f"{work}/out-{store}-{r}/results.json"))
@@ -79,5 +88,5 @@ for r in range(1, rounds + 1):
             requests = res["lookups"] * 2
             pg = f"{int(calls) / requests:.2f}", f"{float(ms) / requests:.3f}"
         print(f"| {store} | {r} | {res['lookups']} | {res['lookups'] / res['seconds']:.2f} | {pct(0.5):.1f} | {pct(0.99):.1f} | "
-              f"{res.get('mismatches', 0)} | {res.get('errors', 0)} | {pg[0]} | {pg[1]} |")
+              f"{res.get('mismatches', 0)} | {res.get('errors', 0)} | {cache_hits(f'{work}/cache-{store}-{r}.txt')} | {pg[0]} | {pg[1]} |")
 PY

@@ -136,7 +136,11 @@ public final class LocalShardExecutor: ShardExecutor {
             return try await pool.run(deadline: deadline) { try EvaluationKey(deserialize: try proto.native(), context: context) }
         case .stored(let user, let identifier, let timestamp):
             let cacheKey = EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp)
-            if let key = cache.get(cacheKey) { return key }
+            if let key = cache.get(cacheKey) {
+                metrics?.increment("callveil_key_cache_lookups_total", dimensions: [("result", "hit")])
+                return key
+            }
+            metrics?.increment("callveil_key_cache_lookups_total", dimensions: [("result", "miss")])
             guard let stored = try await keyStore.key(user: user, identifier: identifier), stored.timestamp == timestamp else {
                 throw LookupError.evaluationKeyNotFound
             }
