@@ -164,7 +164,7 @@ struct SharedCoordinatorTests {
         await Self.stop(workers, [a, b])
     }
 
-    @Test("A leader whose term was taken over is refused by the database (fenced), and claims again when it still holds the lock")
+    @Test("A leader whose term was taken over is refused by the database (fenced), and claims again when it still holds the lock; an older generation never replaces a newer one")
     func fencing() async throws {
         let store = try await TestPostgres.store()
         // Checks every second: a lease of 3 s survives the parallel suite's stalls (a lease that lapses is a loss of
@@ -213,6 +213,12 @@ struct SharedCoordinatorTests {
         #expect(again)
         try await leader.save(state)
         #expect(try await other.load()?.generation == 4)
+        // Within a term, a write of an older generation (writes may arrive out of order) leaves the newer one.
+        var older = state
+        older.generation = 2
+        older.placement[key] = ["w9"]
+        try await leader.save(older)
+        #expect(try await other.load() == state)
         await first.stop()
         await second.stop()
         await store.shutdown()

@@ -11,6 +11,7 @@ import Synchronization
 /// taking the lock it claims the next *term* in `cluster_leadership`, and every write is checked against the
 /// stored term in the same transaction, under a share lock on that row. A process that stalled while another
 /// took over (and so still believes it leads) finds its term outdated and its write refused (`StoreError.fenced`).
+/// Within a term a write never replaces a newer generation (the coordinator's writes may arrive out of order).
 public final class PostgresDesiredStateStore: DesiredStateStore {
     /// Advisory-lock key of placement leadership ("CVPL").
     public static let lockKey: Int64 = 0x4356_504C
@@ -99,6 +100,7 @@ public final class PostgresDesiredStateStore: DesiredStateStore {
                     VALUES (1, \(mine), \(generation), \(json)::jsonb, \(holder))
                     ON CONFLICT (id) DO UPDATE SET term = EXCLUDED.term, generation = EXCLUDED.generation,
                         state = EXCLUDED.state, written_by = EXCLUDED.written_by, written_at = now()
+                    WHERE cluster_desired_state.term < EXCLUDED.term OR cluster_desired_state.generation <= EXCLUDED.generation
                     """, logger: logger)
             }
         } catch let error as StoreError where error.code == .fenced {
