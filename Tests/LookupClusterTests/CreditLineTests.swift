@@ -12,7 +12,12 @@ import Testing
 struct CreditLineTests {
     @Test("A phone's query waiting behind a flood's is served after one of them, not all; a full line pushes out the flood's newest")
     func fairLine() async throws {
-        let cluster = try await ClusterTests.start(replication: 1) { $0.maxWaitingQueries = 3 }
+        // The line's 2 s deadline would shed the waiters when the parallel suite slows each query down: this test is
+        // about the order, so the deadline is out of the way.
+        let cluster = try await ClusterTests.start(replication: 1) {
+            $0.maxWaitingQueries = 3
+            $0.queueTimeout = .seconds(60)
+        }
         let pool = ComputePool(width: 1, limits: .init(queryQueue: 8, queueTimeout: .seconds(30)))
         let worker = try cluster.worker("w1", pool: pool, credit: 1)
         #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))

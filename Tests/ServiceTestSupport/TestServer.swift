@@ -101,13 +101,3 @@ public final class Tally: Sendable {
     /// The count.
     public var count: Int { value.withLock { $0 } }
 }
-
-/// Polls `condition` every 20 ms for up to `limit`; how long it took to hold, or nil when it never did.
-public func timeUntil(within limit: Duration, _ condition: () -> Bool) async throws -> Duration? {
-    let start = ContinuousClock.now
-    while ContinuousClock.now - start < limit {
-        if condition() { return ContinuousClock.now - start }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return nil
-}
