@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "PIR", targets: ["PIR"]),
         .library(name: "LookupProtocol", targets: ["LookupProtocol"]),
         .library(name: "PrivacyPass", targets: ["PrivacyPass"]),
+        .library(name: "ObliviousHTTP", targets: ["ObliviousHTTP"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "LZ4", targets: ["LZ4"]),
         .library(name: "Cluster", targets: ["Cluster"]),
@@ -82,6 +83,10 @@ let package = Package(
             name: "PrivacyPass",
             dependencies: [.product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict),
+        .target(
+            name: "ObliviousHTTP",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
         .systemLibrary(name: "CLZ4", path: "Sources/CLZ4", providers: [.apt(["liblz4-dev"])]),
@@ -210,6 +215,10 @@ let package = Package(
         .testTarget(
             name: "TransportTests",
             dependencies: ["ZeroMQ", "LZ4", "ConformanceSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "ObliviousHTTPTests",
+            dependencies: ["ObliviousHTTP", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(
             name: "PrivacyPassTests",
