@@ -1,7 +1,7 @@
 /// An HTTP request as Binary HTTP carries it (RFC 9292), inside an Oblivious HTTP request: control data, header
 /// fields, content and trailers. Decoded from both framings (known and indeterminate length), with truncation
 /// and padding; encoded in the known-length form.
-public struct BinaryHTTPRequest: Sendable, Equatable {
+public struct BinaryHTTPRequest: BinaryHTTPMessage, Sendable, Equatable {
     /// The method (`POST`).
     public var method: String
     /// The scheme (`https`).
@@ -32,9 +32,7 @@ public struct BinaryHTTPRequest: Sendable, Equatable {
     /// Decodes a request in either framing; every length and field is checked against `limits` before use.
     public init(decoding bytes: [UInt8], limits: BinaryHTTPLimits = .init()) throws {
         var reader = ByteReader(bytes)
-        let framing = try reader.varint()
-        guard framing == 0 || framing == 2 else { throw BinaryHTTPError(.invalidFraming, "not a binary HTTP request (framing \(framing))") }
-        let indeterminate = framing == 2
+        let indeterminate = try BinaryHTTPSections.readFraming(&reader, known: 0, indeterminate: 2, kind: "request")
         let method = try reader.lengthPrefixed(limit: 64)
         let scheme = try reader.lengthPrefixed(limit: 64)
         let authority = try reader.lengthPrefixed(limit: 1024)
@@ -64,13 +62,7 @@ public struct BinaryHTTPRequest: Sendable, Equatable {
         try BinaryHTTPSections.checkFields(headers + trailers)
         var out: [UInt8] = [0]
         for part in [method, scheme, authority, path] { Varint.appendLengthPrefixed(Array(part.utf8), to: &out) }
-        BinaryHTTPSections.appendFields(headers, to: &out)
-        Varint.appendLengthPrefixed(content, to: &out)
-        BinaryHTTPSections.appendFields(trailers, to: &out)
-        BinaryHTTPSections.pad(&out, to: padding)
+        BinaryHTTPSections.appendTail(headers: headers, content: content, trailers: trailers, padding: padding, to: &out)
         return out
     }
-
-    /// The first header field named `name` (lowercase).
-    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 }

@@ -1,7 +1,7 @@
 /// An HTTP response as Binary HTTP carries it (RFC 9292), inside an Oblivious HTTP response: informational (1xx)
 /// responses, the final status, header fields, content and trailers. Decoded from both framings; encoded in the
 /// known-length form.
-public struct BinaryHTTPResponse: Sendable, Equatable {
+public struct BinaryHTTPResponse: BinaryHTTPMessage, Sendable, Equatable {
     /// An informational response before the final one.
     public struct Informational: Sendable, Equatable {
         /// Its status, 100–199.
@@ -34,9 +34,7 @@ public struct BinaryHTTPResponse: Sendable, Equatable {
     /// Decodes a response in either framing; every length and field is checked against `limits` before use.
     public init(decoding bytes: [UInt8], limits: BinaryHTTPLimits = .init()) throws {
         var reader = ByteReader(bytes)
-        let framing = try reader.varint()
-        guard framing == 1 || framing == 3 else { throw BinaryHTTPError(.invalidFraming, "not a binary HTTP response (framing \(framing))") }
-        let indeterminate = framing == 3
+        let indeterminate = try BinaryHTTPSections.readFraming(&reader, known: 1, indeterminate: 3, kind: "response")
         var informational: [Informational] = []
         while true {
             let status = try reader.varint()
@@ -69,13 +67,7 @@ public struct BinaryHTTPResponse: Sendable, Equatable {
             BinaryHTTPSections.appendFields(response.headers, to: &out)
         }
         Varint.append(UInt64(status), to: &out)
-        BinaryHTTPSections.appendFields(headers, to: &out)
-        Varint.appendLengthPrefixed(content, to: &out)
-        BinaryHTTPSections.appendFields(trailers, to: &out)
-        BinaryHTTPSections.pad(&out, to: padding)
+        BinaryHTTPSections.appendTail(headers: headers, content: content, trailers: trailers, padding: padding, to: &out)
         return out
     }
-
-    /// The first header field named `name` (lowercase).
-    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 }

@@ -58,6 +58,24 @@ enum BinaryHTTPSections {
         return (content, trailers)
     }
 
+    /// The framing indicator: `known` or `indeterminate` (the two this message kind may have); whether the
+    /// message uses indeterminate lengths.
+    static func readFraming(_ reader: inout ByteReader, known: UInt64, indeterminate: UInt64, kind: String) throws -> Bool {
+        let framing = try reader.varint()
+        guard framing == known || framing == indeterminate else {
+            throw BinaryHTTPError(.invalidFraming, "not a binary HTTP \(kind) (framing \(framing))")
+        }
+        return framing == indeterminate
+    }
+
+    /// The known-length header section, content and trailer section, padded to a multiple of `padding` bytes.
+    static func appendTail(headers: [BinaryHTTPField], content: [UInt8], trailers: [BinaryHTTPField], padding: Int, to out: inout [UInt8]) {
+        appendFields(headers, to: &out)
+        Varint.appendLengthPrefixed(content, to: &out)
+        appendFields(trailers, to: &out)
+        pad(&out, to: padding)
+    }
+
     static func appendFields(_ fields: [BinaryHTTPField], to out: inout [UInt8]) {
         var section: [UInt8] = []
         for field in fields {
