@@ -36,6 +36,19 @@ struct SharedCoordinatorTests {
         return Front(server: server, coordinator: try #require(box.withLock { $0 }))
     }
 
+    /// Workers (one thread each, a data directory each) connected to every one of `fronts`; `metrics[i]`, when
+    /// given, records worker i's counters.
+    static func workers(_ ids: [String], of fronts: [Front], context: ZMQContext, metrics: [ServiceMetrics]? = nil) throws -> [ClusterWorker] {
+        let directory = try temporaryDirectory()
+        return try ids.enumerated().map { index, id in
+            var options = ClusterWorker.Options(coordinators: fronts.map(\.coordinator.endpoint), dataDirectory: "\(directory)/\(id)",
+                                                workerID: id)
+            options.threads = 1
+            options.metrics = metrics?[index]
+            return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
+        }
+    }
+
     /// Stops the workers, then the coordinators and their HTTP servers.
     static func stop(_ workers: [ClusterWorker], _ fronts: [Front]) async {
         for worker in workers { worker.stop() }
@@ -52,13 +65,7 @@ struct SharedCoordinatorTests {
         let a = try await Self.front(configs[0], name: "coordinator-a", context: context)
         let b = try await Self.front(configs[1], name: "coordinator-b", context: context)
         #expect(try await timeUntil(within: .seconds(10)) { [a, b].filter { $0.coordinator.leadsPlacement }.count == 1 } != nil)
-        let directory = try temporaryDirectory()
-        let workers = try ["w1", "w2"].map { id in
-            var options = ClusterWorker.Options(coordinators: [a.coordinator.endpoint, b.coordinator.endpoint],
-                                                dataDirectory: "\(directory)/\(id)", workerID: id)
-            options.threads = 1
-            return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
-        }
+        let workers = try Self.workers(["w1", "w2"], of: [a, b], context: context)
         let (leader, follower) = a.coordinator.leadsPlacement ? (a, b) : (b, a)
         #expect(await leader.coordinator.waitUntilBalanced(workerCount: 2, timeout: .seconds(60)))
         // The follower adopts the stored placement and plans nothing of its own.
@@ -126,15 +133,8 @@ struct SharedCoordinatorTests {
         let context = try ZMQContext()
         let a = try await Self.front(configs[0], name: "coordinator-a", context: context)
         let b = try await Self.front(configs[1], name: "coordinator-b", context: context)
-        let directory = try temporaryDirectory()
         let metrics = [ServiceMetrics(), ServiceMetrics()]
-        let workers = try ["w1", "w2"].enumerated().map { index, id in
-            var options = ClusterWorker.Options(coordinators: [a.coordinator.endpoint, b.coordinator.endpoint],
-                                                dataDirectory: "\(directory)/\(id)", workerID: id)
-            options.threads = 1
-            options.metrics = metrics[index]
-            return try ClusterWorker(context: context, options: options, logger: TestServer.logger)
-        }
+        let workers = try Self.workers(["w1", "w2"], of: [a, b], context: context, metrics: metrics)
         #expect(try await timeUntil(within: .seconds(60)) {
             [a, b].contains { $0.coordinator.leadsPlacement && $0.coordinator.isConverged }
                 && [a, b].allSatisfy { $0.coordinator.workers.count == 2 }
