@@ -1,7 +1,11 @@
 # CallVeil: the two set-up commands are `make run` and `make test` (see README.md).
 SHELL := /bin/bash
 # Debian packages the build, tests and benchmarks need; installed only when missing.
-DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iproute2 curl python3 postgresql
+DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iproute2 curl python3 python3-venv postgresql
+# PyPI packages of the Oblivious HTTP interop test (scripts/ohttp-client.py: an independent HPKE and HTTP/2 client),
+# installed into .build-venv.
+PY_PACKAGES := pyhpke==0.6.5 httpx==0.28.1 h2==4.4.1 cryptography==50.0.2
+VENV := .build-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_TEST_FLAGS ?= --parallel
 
@@ -12,6 +16,10 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	@if ! $(VENV)/bin/python -c 'import pyhpke, httpx, h2' 2>/dev/null; then \
+	  echo "installing into $(VENV): $(PY_PACKAGES)"; \
+	  python3 -m venv $(VENV) && $(VENV)/bin/pip install -q $(PY_PACKAGES); \
 	fi
 
 build:

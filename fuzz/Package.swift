@@ -9,6 +9,7 @@
 //   FuzzClusterMessage  ClusterMessage frames into a coordinator and into a worker
 //   FuzzShardFiles      LZ4 chunks (one shot and streamed), compact shards, `.cvshard` and reference `.bin` shards
 //   FuzzDataset         the identity CSV and text-proto readers and the keyword-database CSV reader
+//   FuzzOHTTP           encapsulated requests and responses, Binary HTTP requests and responses, key-config lists
 import Foundation
 import PackageDescription
 
@@ -32,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
     ],
     targets: [
         .target(
@@ -48,6 +50,10 @@ let package = Package(
         harness("FuzzClusterMessage", ["LookupCluster", "Cluster", "LookupService", "ZeroMQ"]),
         harness("FuzzShardFiles", ["Cluster", "LZ4", "PIR", "BFV", "LookupProtocol"]),
         harness("FuzzDataset", ["LookupProtocol"]),
+        .executableTarget(
+            name: "FuzzOHTTP",
+            dependencies: ["FuzzSupport", .product(name: "ObliviousHTTP", package: callveil), .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,7 +15,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-600}
 FUZZ_JOBS=${FUZZ_JOBS:-2}
 FUZZ_BUILD=${FUZZ_BUILD:-.build}
 CONFORMANCE=${CALLVEIL_CONFORMANCE:-../../shared/conformance}
-HARNESSES=(${FUZZ_HARNESSES:-FuzzQueries FuzzKeyUpload FuzzPrivacyPass FuzzClusterMessage FuzzShardFiles FuzzDataset})
+HARNESSES=(${FUZZ_HARNESSES:-FuzzQueries FuzzKeyUpload FuzzPrivacyPass FuzzClusterMessage FuzzShardFiles FuzzDataset FuzzOHTTP})
 mode=${1:-run}
 
 echo "building the harnesses (libFuzzer + AddressSanitizer) in $FUZZ_BUILD"
@@ -28,7 +28,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/lsan.supp}  # false positi
 
 if [ "$mode" = seeds ]; then
   # FuzzQueries records the device's key first; FuzzKeyUpload's seed is that upload.
-  for h in FuzzQueries FuzzKeyUpload FuzzPrivacyPass FuzzClusterMessage FuzzShardFiles FuzzDataset; do
+  for h in FuzzQueries FuzzKeyUpload FuzzPrivacyPass FuzzClusterMessage FuzzShardFiles FuzzDataset FuzzOHTTP; do
     rm -rf "corpus/$h"; CALLVEIL_FUZZ_SEEDS="corpus/$h" ASAN_OPTIONS=detect_leaks=0 "$bin/$h"
   done
   exit 0

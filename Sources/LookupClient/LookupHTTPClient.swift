@@ -36,7 +36,7 @@ public struct LookupHTTPClient: Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
-            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+            if !request.headers.contains(name: "Content-Type") { request.headers.add(name: "Content-Type", value: "application/octet-stream") }
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         let response = try await client.execute(request, timeout: timeout)

@@ -34,7 +34,7 @@ struct BenchServer {
                                                                dataDirectory: directory, logger: logger)
         let coordinator = server.executor as? ClusterCoordinator
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = server.makeApplication(host: "127.0.0.1", port: 0, onServerRunning: { port in continuation.yield(port) })
+        let app = try server.makeApplication(host: "127.0.0.1", port: 0, onServerRunning: { port in continuation.yield(port) })
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()

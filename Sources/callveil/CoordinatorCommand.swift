@@ -36,12 +36,13 @@ struct CoordinatorCommand: AsyncParsableCommand {
             }
             return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: logger)
         }, logger: logger)
-        let app = server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true, onAdminRunning: { port in
+        let app = try server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true, onAdminRunning: { port in
             logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(server.http.adminHost ?? "127.0.0.1"):\(port)")])
         }) { port in
             logger.info("coordinator listening", metadata: ["http": .string("http://\(host):\(port)"), "workers": .string(cluster.bind)])
         }
         try await app.runService()
         await server.executor.stop()
+        await server.shutdownGateway()
     }
 }

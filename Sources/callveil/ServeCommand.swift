@@ -37,7 +37,7 @@ struct ServeCommand: AsyncParsableCommand {
                                                                dataDirectory: dataDirectory, logger: logger)
         let workerCount = workers
         let host = self.host
-        let app = server.makeApplication(host: host, port: port, reloadOnSIGHUP: true, onAdminRunning: { port in
+        let app = try server.makeApplication(host: host, port: port, reloadOnSIGHUP: true, onAdminRunning: { port in
             logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(server.http.adminHost ?? "127.0.0.1"):\(port)")])
         }) { port in
             logger.info("listening", metadata: ["url": .string("http://\(host):\(port)"), "workers": "\(workerCount)"])
@@ -45,5 +45,6 @@ struct ServeCommand: AsyncParsableCommand {
         try await app.runService()
         for worker in embedded { worker.stop() }
         await server.executor.stop()
+        await server.shutdownGateway()
     }
 }

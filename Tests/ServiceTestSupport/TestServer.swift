@@ -28,7 +28,7 @@ public struct TestServer: Sendable {
         let server = try await LookupServer(configPath: configPath, makeExecutor: makeExecutor, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()
-        let app = server.makeApplication(host: "127.0.0.1", port: 0, onAdminRunning: { adminContinuation.yield($0) }) { port in
+        let app = try server.makeApplication(host: "127.0.0.1", port: 0, onAdminRunning: { adminContinuation.yield($0) }) { port in
             continuation.yield(port)
         }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))

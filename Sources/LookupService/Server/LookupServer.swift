@@ -4,6 +4,7 @@ import HummingbirdCore
 import Logging
 import LookupProtocol
 import NIOCore
+import ObliviousHTTP
 import PIR
 import ServiceLifecycle
 import Synchronization
@@ -39,6 +40,10 @@ public actor LookupServer {
     public nonisolated let issuanceLimiter: IssuanceLimiter
     /// Listener limits and the admin listener, as read at start (a reload does not move listeners).
     public nonisolated let http: ServiceConfig.HTTPSettings
+    /// The Oblivious HTTP gateway's settings, keys and replay cache, when the gateway is on (as read at start).
+    public nonisolated let gateway: (settings: ServiceConfig.Gateway, keys: GatewayKeyRing, replay: GatewayReplayCache)?
+    /// The gateway's target when it forwards to other origins (else it answers in-process).
+    private nonisolated let gatewayOrigin: OriginGatewayTarget?
     private let logger: Logger
 
     /// Reads the config, opens the key store and loads every use case. `makeExecutor` builds the shard executor
@@ -93,6 +98,18 @@ public actor LookupServer {
         issuerNames = privacyPass.issuerNames ?? ["callveil"]
         issuanceLimiter = IssuanceLimiter(rates: config.issueRates)
         http = config.http ?? .init()
+        if let settings = config.gateway, settings.enabled ?? true {
+            let keys = try GatewayKeyRing(directory: shared == nil ? settings.keyDirectory ?? "gateway-keys" : nil,
+                                          lifetime: settings.lifetime, overlap: settings.overlap, suites: settings.offeredSuites,
+                                          maxRequestBytes: settings.requestLimit)
+            let replay = GatewayReplayCache(window: TimeInterval(settings.replayWindowSeconds ?? 600),
+                                            capacity: settings.maxReplayEntries ?? 1_000_000)
+            gateway = (settings, keys, replay)
+            gatewayOrigin = settings.targets.flatMap { $0.isEmpty ? nil : OriginGatewayTarget(targets: $0, timeoutSeconds: settings.targetTimeoutSeconds ?? 30) }
+        } else {
+            gateway = nil
+            gatewayOrigin = nil
+        }
         if privacyPass.enabled ?? true {
             let lifetime = TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400)
             let overlap = TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400)
@@ -111,6 +128,7 @@ public actor LookupServer {
             nonces = nil
         }
         _ = try await apply(config, failFast: true)
+        try await ensureGatewayKeys()
         metrics.recordKeyStore(try await store.usage())
     }
 
@@ -176,7 +194,21 @@ public actor LookupServer {
             }
             _ = try await nonces.forget(keyIDsNotIn: issuerKeys.liveKeyIDs)
         }
+        if try await ensureGatewayKeys() {
+            logger.info("gateway keys rotated")
+            metrics.increment("callveil_ohttp_key_rotations_total")
+        }
+        if let gateway { metrics.set("callveil_ohttp_replay_cache_entries", gateway.replay.usage.entries) }
         return purged
+    }
+
+    /// Creates the gateway's first key or a successor when due (once for every coordinator on the shared store,
+    /// and loads what others decided); returns whether keys changed.
+    @discardableResult
+    private func ensureGatewayKeys() async throws -> Bool {
+        guard let gateway else { return false }
+        if let sharedStore { return try await PostgresGatewayKeyStore(store: sharedStore).ensure(gateway.keys) }
+        return try gateway.keys.ensure()
     }
 
     /// Makes the issuer keys current for `tiers`: in the shared store (decided once for every coordinator, and
@@ -206,6 +238,25 @@ public actor LookupServer {
         return router
     }
 
+    /// The router of the public port: `makeRouter()`'s routes and, when the gateway is on, its key configurations
+    /// and encapsulated requests, answered in-process through a router of their own (or by the configured
+    /// targets).
+    public nonisolated func makePublicRouter() -> Router<LookupRequestContext> {
+        let router = makeRouter()
+        guard let gateway else { return router }
+        let target: any GatewayTarget = gatewayOrigin ?? InProcessGatewayTarget(router: makeRouter(), logger: logger)
+        ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: gateway.keys, replay: gateway.replay, target: target,
+                                                                         metrics: metrics, logger: logger),
+                                   keysPath: gateway.settings.keysPath, requestPath: gateway.settings.gatewayPath,
+                                   budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20))
+        return router
+    }
+
+    /// Stops the gateway's connections to its targets.
+    public nonisolated func shutdownGateway() async {
+        await gatewayOrigin?.shutdown()
+    }
+
     /// The HTTP application on `host:port` (at most `http.maxConnections` connections, each request read within
     /// `http.requestTimeoutSeconds`) with the admin listener (`/healthz`, `/metrics` on `http.adminHost:adminPort`)
     /// and the background services (key expiry, reload on SIGHUP when `reloadOnSIGHUP`); `onServerRunning` and
@@ -213,7 +264,7 @@ public actor LookupServer {
     public nonisolated func makeApplication(host: String, port: Int, reloadOnSIGHUP: Bool = false,
                                             onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
                                             onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
-        -> some ApplicationProtocol {
+        throws -> some ApplicationProtocol {
         let adminRouter = Router()
         AdminRoutes.add(to: adminRouter, registry: registry, metrics: metrics, executor: executor)
         let adminPort = http.adminPort ?? 9090
@@ -221,17 +272,20 @@ public actor LookupServer {
                                 configuration: .init(address: .hostname(http.adminHost ?? "127.0.0.1", port: adminPort), serverName: "CallVeil"),
                                 onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
                                 logger: logger)
-        var services: [any Service] = [admin, MaintenanceService(server: self, logger: logger)]
+        var services: [any Service] = [admin, MaintenanceService(logger: logger) { [self, logger] in
+            let purged = try await self.maintain()
+            if purged > 0 { logger.info("expired evaluation keys deleted", metadata: ["count": .stringConvertible(purged)]) }
+        }]
         if reloadOnSIGHUP { services.append(ReloadOnSignalService(server: self, logger: logger)) }
         let metrics = self.metrics
         let timeout = TimeAmount.milliseconds(Int64((http.requestTimeoutSeconds ?? 30) * 1000))
         let connections = ClientConnections()
-        let channel = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestDeadlineHandler(timeout: timeout) { metrics.increment("callveil_http_request_timeouts_total") },
-                                        ClientDisconnectHandler(connections: connections)],
-            idleTimeout: timeout)
-        let responder = CancelOnDisconnectResponder(inner: makeRouter().buildResponder(), connections: connections, metrics: metrics)
-        return Application(responder: responder, server: .http1(configuration: channel),
+        let server = try PublicListener.server(http, idleTimeout: timeout) {
+            [RequestDeadlineHandler(timeout: timeout) { metrics.increment("callveil_http_request_timeouts_total") },
+             ClientDisconnectHandler(connections: connections)]
+        }
+        let responder = CancelOnDisconnectResponder(inner: makePublicRouter().buildResponder(), connections: connections, metrics: metrics)
+        return Application(responder: responder, server: server,
                            configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",
                                                 availableConnectionsDelegate: MaximumAvailableConnections(http.maxConnections ?? 1024)),
                            services: services,

@@ -1,20 +1,18 @@
 import Logging
 import ServiceLifecycle
 
-/// Hourly upkeep: deletes expired evaluation keys (already reported missing once expired), rotates issuer keys
-/// that are due, and forgets the nonces of retired issuer keys.
+/// Periodic upkeep (hourly by default): for the service, deleting expired evaluation keys, rotating issuer and
+/// gateway keys that are due, forgetting the nonces of retired issuer keys; for a stand-alone gateway, rotating
+/// its keys. A failed pass is logged and retried at the next.
 struct MaintenanceService: Service {
-    let server: LookupServer
     let logger: Logger
     var interval: Duration = .seconds(3600)
+    let work: @Sendable () async throws -> Void
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                do {
-                    let purged = try await server.maintain()
-                    if purged > 0 { logger.info("expired evaluation keys deleted", metadata: ["count": .stringConvertible(purged)]) }
-                } catch {
+                do { try await work() } catch {
                     logger.error("maintenance failed", metadata: ["error": .string("\(error)")])
                 }
                 do { try await Task.sleep(for: interval) } catch { return }

@@ -174,6 +174,13 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         public var maxRequestsInFlight: Int?
         /// PIR requests of one User-Identifier handled at once; beyond, 429 at once (default 4).
         public var maxRequestsPerUser: Int?
+        /// The public port's protocol: `http1` (default), `h2c` (HTTP/2 with prior knowledge, no TLS: behind a
+        /// terminator), or `tls` (TLS with ALPN `h2` and `http/1.1`; needs `tlsCertificateFile` and `tlsKeyFile`).
+        public var `protocol`: String?
+        /// PEM certificate chain of the public port when `protocol` is `tls`.
+        public var tlsCertificateFile: String?
+        /// PEM private key of the public port when `protocol` is `tls`.
+        public var tlsKeyFile: String?
 
         /// Settings.
         public init(maxConnections: Int? = nil, requestTimeoutSeconds: Double? = nil, queueTimeoutSeconds: Double? = nil,
@@ -186,6 +193,64 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
             self.queueTimeoutSeconds = queueTimeoutSeconds
             self.adminHost = adminHost
             self.adminPort = adminPort
+        }
+    }
+
+    /// The Oblivious HTTP gateway (RFC 9458) on the public port, or the only thing `callveil gateway` serves.
+    public struct Gateway: Codable, Sendable, Equatable {
+        /// A target the gateway forwards to: inner requests for `authority` go to `origin`. A target without
+        /// `authority` takes the inner requests no other target names.
+        public struct Target: Codable, Sendable, Equatable {
+            /// The inner request's `:authority` this target serves (absent: the default target).
+            public var authority: String?
+            /// `http://host:port` or `https://host:port` of the lookup service.
+            public var origin: String
+
+            /// A target.
+            public init(authority: String? = nil, origin: String) {
+                self.authority = authority
+                self.origin = origin
+            }
+        }
+
+        /// Whether `serve` and `coordinator` serve the gateway on their public port (default true when the
+        /// section is present).
+        public var enabled: Bool?
+        /// Path of the key configurations, `application/ohttp-keys` (default `/ohttp-configs`).
+        public var configPath: String?
+        /// Path encapsulated requests are posted to (default `/ohttp-gateway`).
+        public var requestPath: String?
+        /// Directory of the gateway's keys (default `gateway-keys` next to the config; with a `database` the keys
+        /// live in the shared store instead).
+        public var keyDirectory: String?
+        /// How long each key is published and accepted (default 30 days).
+        public var keyLifetimeSeconds: Int?
+        /// How long a key is still accepted after its successor is published (default 2 days).
+        public var keyOverlapSeconds: Int?
+        /// HPKE suites offered (default both `X25519-SHA256-AES128GCM` and `X25519-SHA256-CHACHA20POLY1305`;
+        /// also `X25519-SHA256-AES256GCM`).
+        public var suites: [String]?
+        /// Where inner requests go; absent, `serve` and `coordinator` answer them in-process (`callveil gateway`
+        /// needs at least one).
+        public var targets: [Target]?
+        /// Largest encapsulated request accepted (default 10 MiB + 64 KiB: one largest evaluation key).
+        public var maxRequestBytes: Int?
+        /// Seconds an encapsulated request is remembered to refuse its replay (default 600).
+        public var replayWindowSeconds: Int?
+        /// Requests remembered at most for replay detection (default 1,000,000: about 100 MiB).
+        public var maxReplayEntries: Int?
+        /// Seconds a forwarded request may take (default 30).
+        public var targetTimeoutSeconds: Double?
+
+        /// Settings.
+        public init(enabled: Bool? = nil, keyDirectory: String? = nil, keyLifetimeSeconds: Int? = nil, keyOverlapSeconds: Int? = nil,
+                    suites: [String]? = nil, targets: [Target]? = nil) {
+            self.enabled = enabled
+            self.keyDirectory = keyDirectory
+            self.keyLifetimeSeconds = keyLifetimeSeconds
+            self.keyOverlapSeconds = keyOverlapSeconds
+            self.suites = suites
+            self.targets = targets
         }
     }
 
@@ -207,6 +272,8 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
     public var http: HTTPSettings?
     /// The shared PostgreSQL store (absent: SQLite files on this host).
     public var database: Database?
+    /// The Oblivious HTTP gateway.
+    public var gateway: Gateway?
 
     /// A configuration.
     public init(users: [UserTier], usecases: [UseCase], keys: Keys? = nil, privacyPass: PrivacyPass? = nil,
@@ -225,7 +292,7 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         let data: Data
         do { data = try Data(contentsOf: url) } catch { throw ConfigError("cannot read \(path): \(error.localizedDescription)") }
         var config: ServiceConfig
-        do { config = try JSONDecoder().decode(ServiceConfig.self, from: data) } catch {
+        do { config = try JSONDecoder().decode(ServiceConfig.self, from: Self.withDefaultLists(data)) } catch {
             throw ConfigError("\(path) is not a valid service config: \(error)")
         }
         let base = url.deletingLastPathComponent().path
@@ -241,6 +308,15 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         privacyPass.keyDirectory = resolve(privacyPass.keyDirectory ?? "issuer-keys")
         privacyPass.nonceDatabase = resolve(privacyPass.nonceDatabase ?? "nonces.sqlite")
         config.privacyPass = privacyPass
+        if var gateway = config.gateway {
+            gateway.keyDirectory = resolve(gateway.keyDirectory ?? "gateway-keys")
+            config.gateway = gateway
+        }
+        if var http = config.http {
+            http.tlsCertificateFile = http.tlsCertificateFile.map(resolve)
+            http.tlsKeyFile = http.tlsKeyFile.map(resolve)
+            config.http = http
+        }
         if var database = config.database {
             database.passwordFile = database.passwordFile.map(resolve)
             database.keyEncryptionKeyFile = resolve(database.keyEncryptionKeyFile ?? "store.kek")
@@ -248,6 +324,16 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
         try config.validate()
         return config
+    }
+
+    /// The file with `users` and `usecases` added as empty lists when absent (a `callveil gateway` file has
+    /// neither); anything not a JSON object is left to the decoder to refuse.
+    static func withDefaultLists(_ data: Data) -> Data {
+        guard var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+              object["users"] == nil || object["usecases"] == nil else { return data }
+        object["users"] = object["users"] ?? [Any]()
+        object["usecases"] = object["usecases"] ?? [Any]()
+        return (try? JSONSerialization.data(withJSONObject: object)) ?? data
     }
 
     /// Checks names, counts and bounds.
@@ -289,6 +375,13 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         if let n = http?.maxRequestsInFlight, n < 1 || n > 1_000_000 { throw ConfigError("http.maxRequestsInFlight \(n) out of range") }
         if let q = http?.queuedQueriesPerSlot, q < 0 || q > 4096 { throw ConfigError("http.queuedQueriesPerSlot \(q) out of range") }
         if let p = http?.adminPort, p < 0 || p > 65535 { throw ConfigError("http.adminPort \(p) out of range") }
+        if let p = http?.protocol {
+            guard ["http1", "h2c", "tls"].contains(p) else { throw ConfigError("http.protocol must be http1, h2c or tls, not \(p)") }
+            if p == "tls", http?.tlsCertificateFile == nil || http?.tlsKeyFile == nil {
+                throw ConfigError("http.protocol tls needs http.tlsCertificateFile and http.tlsKeyFile")
+            }
+        }
+        if let gateway { try gateway.validate() }
     }
 
     /// The `/issue` rate of each tier that has one.

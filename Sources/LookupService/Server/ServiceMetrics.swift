@@ -49,6 +49,11 @@ public final class ServiceMetrics: Sendable {
         CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory).increment(by: amount)
     }
 
+    /// Records a duration of another component of this process.
+    public func recordDuration(_ label: String, _ duration: Duration, dimensions: [(String, String)] = []) {
+        CoreMetrics.Timer(label: label, dimensions: dimensions, factory: factory).recordNanoseconds(Self.nanoseconds(duration))
+    }
+
     /// Sets a gauge of another component of this process.
     public func set(_ label: String, _ value: Int, dimensions: [(String, String)] = []) {
         CoreMetrics.Gauge(label: label, dimensions: dimensions, factory: factory).record(value)

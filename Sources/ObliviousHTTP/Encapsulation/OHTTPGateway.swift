@@ -63,6 +63,9 @@ public struct OHTTPResponseContext: Sendable {
     let enc: [UInt8]
     let suite: OHTTPSuite
 
+    /// The request's HPKE encapsulated key: fresh for every request, so a repeated one marks a replay.
+    public var encapsulatedKey: [UInt8] { enc }
+
     /// `response_nonce ‖ AEAD(response)`. `nonce` is random unless given (known-answer tests give the RFC's).
     public func encapsulate(_ response: [UInt8], nonce: [UInt8]? = nil) throws -> [UInt8] {
         let size = OHTTPResponseKeys.secretBytes(suite)

@@ -123,6 +123,17 @@ enum PostgresMigrations {
             )
             """,
         ]),
+        Migration(version: 4, name: "oblivious HTTP gateway keys", statements: [
+            // The gateway's X25519 private keys, sealed (StoreSealing, bound to the key id), shared by every gateway.
+            """
+            CREATE TABLE gateway_keys (
+                key_id smallint PRIMARY KEY CHECK (key_id BETWEEN 0 AND 255),
+                created double precision NOT NULL,
+                not_after double precision NOT NULL,
+                sealed_key bytea NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// The newest version this build knows.

@@ -1,0 +1,127 @@
+import Foundation
+import Logging
+import ObliviousHTTP
+
+/// The Oblivious HTTP gateway resource (RFC 9458 §5): opens `message/ohttp-req` bodies with the key ring,
+/// refuses replays, decodes the Binary HTTP request, has the target answer it, and seals the Binary HTTP response
+/// as `message/ohttp-res`. It never logs or counts anything of the inner request: its metrics are results and
+/// durations, its logs codes.
+public final class ObliviousGateway: Sendable {
+    /// An answer to the outer request.
+    public struct Answer: Sendable {
+        /// HTTP status.
+        public let status: Int
+        /// `message/ohttp-res`, or `application/problem+json` for errors in the clear.
+        public let contentType: String
+        /// The body.
+        public let body: [UInt8]
+    }
+
+    /// The keys.
+    public let keys: GatewayKeyRing
+    /// Replay detection.
+    public let replay: GatewayReplayCache
+    /// Where inner requests go.
+    public let target: any GatewayTarget
+    private let metrics: ServiceMetrics
+    private let limits: BinaryHTTPLimits
+    private let logger: Logger
+
+    /// A gateway over `keys` answering through `target`.
+    public init(keys: GatewayKeyRing, replay: GatewayReplayCache, target: any GatewayTarget, metrics: ServiceMetrics, logger: Logger) {
+        self.keys = keys
+        self.replay = replay
+        self.target = target
+        self.metrics = metrics
+        var limits = BinaryHTTPLimits()
+        limits.maxContentBytes = keys.maxRequestBytes
+        self.limits = limits
+        self.logger = logger
+    }
+
+    /// The media type of encapsulated requests.
+    public static let requestMediaType = "message/ohttp-req"
+    /// The media type of encapsulated responses.
+    public static let responseMediaType = "message/ohttp-res"
+    /// The media type of key configurations.
+    public static let keysMediaType = "application/ohttp-keys"
+
+    /// Answers one outer request whose body is `message` and whose `Content-Type` is `contentType`.
+    public func handle(_ message: [UInt8], contentType: String?, context: LookupRequestContext) async -> Answer {
+        let start = ContinuousClock.now
+        let answer: Answer
+        let result: String
+        do {
+            (answer, result) = try await open(message, contentType: contentType, context: context)
+        } catch let error as GatewayError {
+            return refused(error, since: start)
+        } catch {
+            (answer, result) = (Answer(status: 500, contentType: "application/problem+json",
+                                       body: GatewayError(.targetFailed, "internal error").problemJSON), "internal")
+            logger.error("gateway failed", metadata: ["error": .string(String(describing: type(of: error)))])
+        }
+        metrics.increment("callveil_ohttp_requests_total", dimensions: [("result", result)])
+        metrics.recordDuration("callveil_ohttp_request_seconds", ContinuousClock.now - start, dimensions: [("phase", "total")])
+        return answer
+    }
+
+    /// The answer in the clear to a request refused before it opened, counted.
+    func refused(_ error: GatewayError, since start: ContinuousClock.Instant = .now) -> Answer {
+        logger.debug("gateway refused a request", metadata: ["code": .string(error.code.name)])
+        metrics.increment("callveil_ohttp_requests_total", dimensions: [("result", error.code.name)])
+        metrics.recordDuration("callveil_ohttp_request_seconds", ContinuousClock.now - start, dimensions: [("phase", "total")])
+        return Answer(status: error.status, contentType: "application/problem+json", body: error.problemJSON)
+    }
+
+    private func open(_ message: [UInt8], contentType: String?, context: LookupRequestContext) async throws -> (Answer, String) {
+        let mediaType = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard mediaType == Self.requestMediaType else {
+            throw GatewayError(.unsupportedMediaType, "the body must be \(Self.requestMediaType)")
+        }
+        guard let gateway = keys.gateway else { throw GatewayError(.noKeys, "the gateway has no key yet") }
+        let opened: OHTTPOpenedRequest
+        do {
+            opened = try gateway.decapsulate(message)
+        } catch let error as OHTTPError {
+            metrics.increment("callveil_ohttp_decapsulation_failures_total", dimensions: [("code", error.code.name)])
+            switch error.code {
+            case .unknownKeyID: throw GatewayError(.keyConfiguration, "unknown key identifier; fetch the key configuration again")
+            case .unsupportedCipherSuite: throw GatewayError(.keyConfiguration, "the key does not offer this suite")
+            case .messageTooLarge: throw GatewayError(.tooLarge, "the encapsulated request exceeds \(gateway.maxRequestBytes) bytes")
+            default: throw GatewayError(.undecryptable, "the encapsulated request does not open")
+            }
+        }
+        guard replay.admit(opened.context.encapsulatedKey) else {
+            throw GatewayError(.replayed, "this encapsulated request was already received")
+        }
+        let response: BinaryHTTPResponse
+        let result: String
+        do {
+            let inner = try BinaryHTTPRequest(decoding: opened.request, limits: limits)
+            let forwardStart = ContinuousClock.now
+            response = try await target.forward(inner, context: context)
+            metrics.recordDuration("callveil_ohttp_request_seconds", ContinuousClock.now - forwardStart, dimensions: [("phase", "target")])
+            result = "ok"
+        } catch let error as BinaryHTTPError {
+            response = Self.problem(GatewayError(.badInnerRequest, "the inner request is not valid binary HTTP (\(error.code))"))
+            result = GatewayError.Code.badInnerRequest.name
+        } catch let error as GatewayError {
+            response = Self.problem(error)
+            result = error.code.name
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.error("gateway target failed", metadata: ["error": .string(String(describing: type(of: error)))])
+            response = Self.problem(GatewayError(.targetFailed, "the target failed"))
+            result = GatewayError.Code.targetFailed.name
+        }
+        let sealed = try opened.context.encapsulate(try response.encoded())
+        return (Answer(status: 200, contentType: Self.responseMediaType, body: sealed), result)
+    }
+
+    /// An inner error response (sealed like any other).
+    static func problem(_ error: GatewayError) -> BinaryHTTPResponse {
+        BinaryHTTPResponse(status: error.status, headers: [BinaryHTTPField("content-type", "application/problem+json")],
+                           content: error.problemJSON)
+    }
+}

@@ -1,0 +1,63 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import ObliviousHTTP
+
+/// The target of a stand-alone gateway: allow-listed origins over HTTP (HTTP/2 when an `https` origin offers
+/// it). The inner request's `:authority` picks the target; an authority no target names goes to the default
+/// target (one without `authority`) or is refused with an encapsulated 421. Nothing else is ever contacted.
+public final class OriginGatewayTarget: GatewayTarget {
+    private let targets: [ServiceConfig.Gateway.Target]
+    private let client: HTTPClient
+    private let timeout: TimeAmount
+    private let maxResponseBytes: Int
+
+    /// A target over `targets` (checked by `ServiceConfig.Gateway.validate`).
+    public init(targets: [ServiceConfig.Gateway.Target], timeoutSeconds: Double = 30, maxResponseBytes: Int = 64 << 20) {
+        self.targets = targets
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .disabled
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        timeout = .milliseconds(Int64(timeoutSeconds * 1000))
+        self.maxResponseBytes = maxResponseBytes
+    }
+
+    /// The origin serving `authority`.
+    func origin(for authority: String) -> String? {
+        let wanted = authority.lowercased()
+        return (targets.first { $0.authority?.lowercased() == wanted } ?? targets.first { $0.authority == nil })?.origin
+    }
+
+    static let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te",
+                                        "content-length", "host"]
+
+    public func forward(_ inner: BinaryHTTPRequest, context: LookupRequestContext) async throws -> BinaryHTTPResponse {
+        guard let origin = origin(for: inner.authority) else {
+            throw GatewayError(.targetNotAllowed, "no target serves the requested origin")
+        }
+        guard inner.path.hasPrefix("/") else { throw GatewayError(.badInnerRequest, "the inner request's path must start with /") }
+        var request = HTTPClientRequest(url: origin + inner.path)
+        request.method = HTTPMethod(rawValue: inner.method)
+        for field in inner.headers where !Self.hopByHop.contains(field.name) {
+            request.headers.add(name: field.name, value: field.value)
+        }
+        request.body = .bytes(ByteBuffer(bytes: inner.content))
+        let response: HTTPClientResponse
+        let body: ByteBuffer
+        do {
+            response = try await client.execute(request, timeout: timeout)
+            body = try await response.body.collect(upTo: maxResponseBytes)
+        } catch {
+            throw GatewayError(.targetFailed, "the target did not answer")
+        }
+        let headers = response.headers.filter { !Self.hopByHop.contains($0.name.lowercased()) }
+            .map { BinaryHTTPField($0.name.lowercased(), $0.value) }
+        return BinaryHTTPResponse(status: Int(response.status.code), headers: headers, content: Array(body.readableBytesView))
+    }
+
+    public func shutdown() async {
+        try? await client.shutdown()
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import ObliviousHTTP
+
+extension ServiceConfig.Gateway {
+    /// The HPKE suites by the names the config uses.
+    static let suiteNames: [String: OHTTPSuite] = [
+        "X25519-SHA256-AES128GCM": .x25519AES128GCM,
+        "X25519-SHA256-AES256GCM": OHTTPSuite(kem: 0x0020, kdf: 0x0001, aead: 0x0002),
+        "X25519-SHA256-CHACHA20POLY1305": .x25519ChaChaPoly,
+    ]
+
+    /// The suites offered, in the configured order.
+    public var offeredSuites: [OHTTPSuite] {
+        (suites ?? ["X25519-SHA256-AES128GCM", "X25519-SHA256-CHACHA20POLY1305"]).compactMap { Self.suiteNames[$0] }
+    }
+
+    /// Key lifetime, in seconds.
+    public var lifetime: TimeInterval { TimeInterval(keyLifetimeSeconds ?? 30 * 86400) }
+    /// Acceptance of a key after its successor is published, in seconds.
+    public var overlap: TimeInterval { TimeInterval(keyOverlapSeconds ?? 2 * 86400) }
+    /// The key-configuration path.
+    public var keysPath: String { configPath ?? "/ohttp-configs" }
+    /// The encapsulated-request path.
+    public var gatewayPath: String { requestPath ?? "/ohttp-gateway" }
+    /// Largest encapsulated request.
+    public var requestLimit: Int { maxRequestBytes ?? (10 << 20) + (64 << 10) }
+
+    /// Checks paths, suites, bounds and targets.
+    public func validate() throws {
+        for (name, path) in [("configPath", keysPath), ("requestPath", gatewayPath)] {
+            guard path.hasPrefix("/"), path.count > 1, !path.contains("?"), !path.contains("#") else {
+                throw ConfigError("gateway.\(name) must be an absolute path without query: \(path)")
+            }
+        }
+        guard keysPath != gatewayPath else { throw ConfigError("gateway.configPath and gateway.requestPath must differ") }
+        for name in suites ?? [] where Self.suiteNames[name] == nil {
+            throw ConfigError("gateway.suites: unknown suite \(name) (known: \(Self.suiteNames.keys.sorted().joined(separator: ", ")))")
+        }
+        guard !offeredSuites.isEmpty else { throw ConfigError("gateway.suites must name at least one suite") }
+        if let l = keyLifetimeSeconds, l < 60 || l > 400 * 86400 { throw ConfigError("gateway.keyLifetimeSeconds \(l) out of range") }
+        if let o = keyOverlapSeconds, o < 1 { throw ConfigError("gateway.keyOverlapSeconds \(o) out of range") }
+        guard lifetime > 2 * overlap else { throw ConfigError("gateway.keyLifetimeSeconds must exceed twice keyOverlapSeconds") }
+        if let m = maxRequestBytes, m < 1024 || m > 1 << 30 { throw ConfigError("gateway.maxRequestBytes \(m) out of range") }
+        if let w = replayWindowSeconds, w < 1 || w > 7 * 86400 { throw ConfigError("gateway.replayWindowSeconds \(w) out of range") }
+        if let n = maxReplayEntries, n < 1000 || n > 100_000_000 { throw ConfigError("gateway.maxReplayEntries \(n) out of range") }
+        if let t = targetTimeoutSeconds, !(t > 0 && t <= 600) { throw ConfigError("gateway.targetTimeoutSeconds \(t) out of range") }
+        var authorities = Set<String?>()
+        for target in targets ?? [] {
+            guard let url = URL(string: target.origin), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                  url.host != nil, url.path.isEmpty || url.path == "/", url.query == nil else {
+                throw ConfigError("gateway.targets: origin must be http(s)://host[:port], not \(target.origin)")
+            }
+            guard authorities.insert(target.authority?.lowercased()).inserted else {
+                throw ConfigError("gateway.targets: two targets for authority \(target.authority ?? "(default)")")
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// `callveil gateway`: a stand-alone Oblivious HTTP gateway in front of lookup services on other hosts. It
+/// publishes its key configurations, opens encapsulated requests and forwards them to the allow-listed targets
+/// of the config's `gateway` section only; keys in the key directory or, with a `database`, in the shared store
+/// (one key ring for several gateways). `/healthz` and `/metrics` are on the admin listener.
+public final class GatewayServer: Sendable {
+    /// The settings.
+    public let settings: ServiceConfig.Gateway
+    /// Listener settings.
+    public let http: ServiceConfig.HTTPSettings
+    /// The keys.
+    public let keys: GatewayKeyRing
+    /// Metrics.
+    public let metrics: ServiceMetrics
+    private let replay: GatewayReplayCache
+    private let target: OriginGatewayTarget
+    private let sharedStore: PostgresStore?
+    private let logger: Logger
+
+    /// Reads the config (its `gateway` section must name targets), opens the key store and makes the keys current.
+    public init(configPath: String, logger: Logger) async throws {
+        let config = try ServiceConfig.load(path: configPath)
+        guard let settings = config.gateway, let targets = settings.targets, !targets.isEmpty else {
+            throw ConfigError("\(configPath): a stand-alone gateway needs gateway.targets")
+        }
+        self.settings = settings
+        http = config.http ?? .init()
+        metrics = ServiceMetrics()
+        if let database = config.database {
+            let databaseSettings = try database.settings()
+            sharedStore = try await PostgresStore.connect(databaseSettings, sealing: try StoreSealing.load(path: database.keyEncryptionKeyFile ?? "store.kek"),
+                                                          logger: logger)
+        } else {
+            sharedStore = nil
+        }
+        keys = try GatewayKeyRing(directory: sharedStore == nil ? settings.keyDirectory ?? "gateway-keys" : nil, lifetime: settings.lifetime,
+                                  overlap: settings.overlap, suites: settings.offeredSuites, maxRequestBytes: settings.requestLimit)
+        replay = GatewayReplayCache(window: TimeInterval(settings.replayWindowSeconds ?? 600), capacity: settings.maxReplayEntries ?? 1_000_000)
+        target = OriginGatewayTarget(targets: targets, timeoutSeconds: settings.targetTimeoutSeconds ?? 30)
+        self.logger = logger
+        try await ensureKeys()
+    }
+
+    /// Creates the first key or a successor when due; returns whether keys changed.
+    @discardableResult
+    public func ensureKeys() async throws -> Bool {
+        if let sharedStore { return try await PostgresGatewayKeyStore(store: sharedStore).ensure(keys) }
+        return try keys.ensure()
+    }
+
+    /// The gateway's public router.
+    public func makeRouter() -> Router<LookupRequestContext> {
+        let router = Router(context: LookupRequestContext.self)
+        router.add(middleware: RequestObserverMiddleware(metrics: metrics))
+        router.add(middleware: InFlightLimitMiddleware(limit: http.maxRequestsInFlight ?? 256))
+        ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: keys, replay: replay, target: target, metrics: metrics, logger: logger),
+                                   keysPath: settings.keysPath, requestPath: settings.gatewayPath,
+                                   budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20))
+        return router
+    }
+
+    /// The application on `host:port` with the admin listener and hourly key upkeep.
+    public func makeApplication(host: String, port: Int, onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+                                onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+        let adminRouter = Router()
+        let keys = self.keys, metrics = self.metrics
+        adminRouter.get("/healthz") { _, _ -> Response in
+            let ids = keys.entries.map { String($0.key.keyID) }.joined(separator: ",")
+            return Response(status: keys.gateway == nil ? .serviceUnavailable : .ok, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"\(keys.gateway == nil ? "no keys" : "ok")\",\"gatewayKeyIds\":[\(ids)]}")))
+        }
+        adminRouter.get("/metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
+        let adminPort = http.adminPort ?? 9090
+        let admin = Application(router: adminRouter,
+                                configuration: .init(address: .hostname(http.adminHost ?? "127.0.0.1", port: adminPort), serverName: "CallVeil"),
+                                onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) }, logger: logger)
+        let logger = self.logger
+        let upkeep = MaintenanceService(logger: logger) { [self] in
+            if try await self.ensureKeys() {
+                logger.info("gateway keys rotated")
+                metrics.increment("callveil_ohttp_key_rotations_total")
+            }
+        }
+        let timeout = TimeAmount.milliseconds(Int64((http.requestTimeoutSeconds ?? 30) * 1000))
+        let server = try PublicListener.server(http, idleTimeout: timeout) {
+            [RequestDeadlineHandler(timeout: timeout) { metrics.increment("callveil_http_request_timeouts_total") }]
+        }
+        return Application(responder: makeRouter().buildResponder(), server: server,
+                           configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",
+                                                availableConnectionsDelegate: MaximumAvailableConnections(http.maxConnections ?? 1024)),
+                           services: [admin, upkeep],
+                           onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) }, logger: logger)
+    }
+
+    /// Closes the connections to the targets and the shared store.
+    public func shutdown() async {
+        await target.shutdown()
+        await sharedStore?.shutdown()
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// `scripts/ohttp-client.py` (an Oblivious HTTP client over pyhpke, `cryptography` and httpx/h2 from PyPI, none
+/// of it CallVeil's code) in the virtual environment `make deps` installs, `.build-venv`.
+public enum OHTTPInteropClient {
+    /// The package's root directory.
+    public static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// The venv's Python and the script; nil when `make deps` has not installed them.
+    public static var command: (python: String, script: String)? {
+        let python = packageRoot.appendingPathComponent(".build-venv/bin/python").path
+        let script = packageRoot.appendingPathComponent("scripts/ohttp-client.py").path
+        return FileManager.default.isExecutableFile(atPath: python) ? (python, script) : nil
+    }
+
+    /// Runs the script with `arguments` to completion; its output, or an error with it when it fails.
+    @discardableResult
+    public static func run(_ arguments: [String]) throws -> String {
+        guard let command else { throw InteropError("the interop client is not installed: run `make deps`") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: command.python)
+        process.arguments = [command.script] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw InteropError("ohttp-client.py \(arguments.first ?? ""): \(output)") }
+        return output
+    }
+
+    /// The script's proxy: a local HTTP/1.1 listener whose requests go through the gateway, encapsulated, over
+    /// HTTP/2. Every exchange is logged as a JSON line.
+    public final class Proxy: @unchecked Sendable {
+        /// `http://127.0.0.1:<port>`.
+        public let url: String
+        /// The JSON-lines log of exchanges.
+        public let logPath: String
+        private let process: Process
+
+        /// Starts the proxy for `gatewayURL` with key configurations at `keysURL`; `ca` trusts a test certificate.
+        /// The wait for its port runs on a thread of its own: blocking a thread of the cooperative pool could
+        /// starve the server the proxy is fetching from.
+        public static func start(gatewayURL: String, keysURL: String, ca: String?, h2c: Bool, logPath: String) async throws -> Proxy {
+            try await withCheckedThrowingContinuation { continuation in
+                Thread {
+                    continuation.resume(with: Result { try Proxy(gatewayURL: gatewayURL, keysURL: keysURL, ca: ca, h2c: h2c, logPath: logPath) })
+                }.start()
+            }
+        }
+
+        private init(gatewayURL: String, keysURL: String, ca: String?, h2c: Bool, logPath: String) throws {
+            guard let command else { throw InteropError("the interop client is not installed: run `make deps`") }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: command.python)
+            process.arguments = [command.script, "proxy", "--gateway", gatewayURL, "--keys", keysURL, "--log", logPath]
+                + (ca.map { ["--ca", $0] } ?? []) + (h2c ? ["--h2c"] : [])
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let chunk = pipe.fileHandleForReading.availableData
+                guard !chunk.isEmpty else { break }
+                line.append(chunk)
+            }
+            let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
+                process.terminate()
+                throw InteropError("the proxy did not start: \(text)")
+            }
+            self.process = process
+            self.url = "http://127.0.0.1:\(port)"
+            self.logPath = logPath
+        }
+
+        /// The exchanges logged so far.
+        public func exchanges() throws -> [[String: Any]] {
+            try String(contentsOfFile: logPath, encoding: .utf8).split(separator: "\n").map {
+                try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
+            }
+        }
+
+        /// Stops the proxy (once; later calls do nothing).
+        public func stop() {
+            guard process.isRunning else { return }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// The interop client failed.
+    public struct InteropError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
