@@ -149,7 +149,9 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "callveil",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "LookupClient", "ZeroMQ",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "LookupClient", "ZeroMQ", "ObliviousHTTP",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -198,7 +200,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "LookupServiceTests",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "LookupClient", "ConformanceSupport",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupService", "LookupCluster", "LookupClient", "ConformanceSupport", "ObliviousHTTP",
                            "ServiceTestSupport",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "GRDB", package: "GRDB.swift"),

@@ -5,6 +5,7 @@ import LookupProtocol
 import LookupService
 import ObliviousHTTP
 import ServiceTestSupport
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -178,6 +179,48 @@ struct ObliviousGatewayTests {
                      "callveil_ohttp_decapsulation_failures_total{code=\"unknownKeyID\"} 1"] {
             #expect(metrics.contains(line), "metrics: \(line)")
         }
+        await server.stop()
+    }
+
+    @Test("Stand-alone gateway: forwards to its allow-listed target only; another origin gets an encapsulated 421")
+    func standAlone() async throws {
+        let (server, _, directory, _) = try await Self.start(protocol: "http1", gateway: .init(enabled: false))
+        let config = "\(directory)/gateway.json"
+        let targets = [ServiceConfig.Gateway.Target(authority: "lookup.example", origin: server.url)]
+        var file = ServiceConfig(users: [], usecases: [])
+        file.gateway = .init(keyDirectory: "\(directory)/standalone-keys", targets: targets)
+        file.http = .init(adminPort: 0)
+        try JSONEncoder().encode(file).write(to: URL(fileURLWithPath: config))
+        let gateway = try await GatewayServer(configPath: config, logger: TestServer.logger)
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = try gateway.makeApplication(host: "127.0.0.1", port: 0, onServerRunning: { continuation.yield($0) })
+        let group = ServiceGroup(configuration: .init(services: [app], logger: TestServer.logger))
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        let port = try #require(await iterator.next())
+        let http = LookupHTTPClient(baseURL: "http://127.0.0.1:\(port)")
+        // The service's own port has no gateway.
+        #expect(try await server.http.send(method: .GET, path: "/ohttp-configs", headers: [], body: nil).status == 404)
+        let (status, keys) = try await http.send(method: .GET, path: "/ohttp-configs", headers: [], body: nil)
+        #expect(status == 200, "\(String(decoding: keys, as: UTF8.self))")
+        let config0 = try #require(try OHTTPKeyConfig.decodeList(keys).first)
+
+        func through(_ authority: String) async throws -> BinaryHTTPResponse {
+            var headers = [BinaryHTTPField("user-identifier", "gw-standalone"), BinaryHTTPField("user-agent", "com.apple.ciphermld/1.0 iOS/18.2 test")]
+            if let token = try await server.tokens?.authorization() { headers.append(BinaryHTTPField("authorization", token)) }
+            let inner = try BinaryHTTPRequest(method: "POST", authority: authority, path: "/config", headers: headers, content: Self.configBody)
+            let request = try OHTTPClientRequest(try inner.encoded(), config: config0)
+            let answer = try await http.exchange(path: "/ohttp-gateway", headers: [("Content-Type", "message/ohttp-req")], body: request.encapsulated)
+            #expect(answer.status == 200)
+            return try BinaryHTTPResponse(decoding: try request.openResponse(answer.body))
+        }
+        let served = try await through("lookup.example")
+        #expect(served.status == 200 && (try? ProtoConfigResponse(serializedBytes: served.content).configs[DemoDataset.block]) != nil)
+        let refused = try await through("elsewhere.example")
+        #expect(refused.status == 421 && Self.problemType(refused.content) == "https://callveil.dev/problems/ohttp-targetNotAllowed")
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+        await gateway.shutdown()
         await server.stop()
     }
 
