@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ObliviousHTTP
+import Synchronization
 
 /// The Oblivious HTTP gateway resource (RFC 9458 §5): opens `message/ohttp-req` bodies with the key ring,
 /// refuses replays, decodes the Binary HTTP request, has the target answer it, and seals the Binary HTTP response
@@ -26,12 +27,18 @@ public final class ObliviousGateway: Sendable {
     private let metrics: ServiceMetrics
     private let limits: BinaryHTTPLimits
     private let logger: Logger
+    /// Loads keys other gateways created (the shared store), at most every 10 s, when a request names a key
+    /// identifier this one does not hold yet.
+    private let refresh: (@Sendable () async throws -> Void)?
+    private let lastRefresh = Mutex<ContinuousClock.Instant?>(nil)
 
-    /// A gateway over `keys` answering through `target`.
-    public init(keys: GatewayKeyRing, replay: GatewayReplayCache, target: any GatewayTarget, metrics: ServiceMetrics, logger: Logger) {
+    /// A gateway over `keys` answering through `target`; `refresh` reloads the keys from a shared store.
+    public init(keys: GatewayKeyRing, replay: GatewayReplayCache, target: any GatewayTarget, metrics: ServiceMetrics, logger: Logger,
+                refresh: (@Sendable () async throws -> Void)? = nil) {
         self.keys = keys
         self.replay = replay
         self.target = target
+        self.refresh = refresh
         self.metrics = metrics
         var limits = BinaryHTTPLimits()
         limits.maxContentBytes = keys.maxRequestBytes
@@ -78,7 +85,10 @@ public final class ObliviousGateway: Sendable {
         guard mediaType == Self.requestMediaType else {
             throw GatewayError(.unsupportedMediaType, "the body must be \(Self.requestMediaType)")
         }
-        guard let gateway = keys.gateway else { throw GatewayError(.noKeys, "the gateway has no key yet") }
+        guard var gateway = keys.gateway else { throw GatewayError(.noKeys, "the gateway has no key yet") }
+        if let id = message.first, !gateway.keys.contains(where: { $0.keyID == id }), await refreshed() {
+            gateway = keys.gateway ?? gateway  // another gateway rotated first: its new key is in the store
+        }
         let opened: OHTTPOpenedRequest
         do {
             opened = try gateway.decapsulate(message)
@@ -117,6 +127,23 @@ public final class ObliviousGateway: Sendable {
         }
         let sealed = try opened.context.encapsulate(try response.encoded())
         return (Answer(status: 200, contentType: Self.responseMediaType, body: sealed), result)
+    }
+
+    /// Reloads the keys from the shared store unless that was done in the last 10 s; whether it ran.
+    private func refreshed() async -> Bool {
+        guard let refresh else { return false }
+        let now = ContinuousClock.now
+        let due = lastRefresh.withLock { last in
+            guard last.map({ now - $0 >= .seconds(10) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return false }
+        do { try await refresh() } catch {
+            logger.warning("gateway keys could not be reloaded", metadata: ["error": .string("\(error)")])
+            return false
+        }
+        return true
     }
 
     /// An inner error response (sealed like any other).

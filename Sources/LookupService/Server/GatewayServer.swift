@@ -59,7 +59,10 @@ public final class GatewayServer: Sendable {
         let router = Router(context: LookupRequestContext.self)
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
         router.add(middleware: InFlightLimitMiddleware(limit: http.maxRequestsInFlight ?? 256))
-        ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: keys, replay: replay, target: target, metrics: metrics, logger: logger),
+        var refresh: (@Sendable () async throws -> Void)?
+        if sharedStore != nil { refresh = { @Sendable [self] in _ = try await self.ensureKeys() } }
+        ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: keys, replay: replay, target: target, metrics: metrics,
+                                                                         logger: logger, refresh: refresh),
                                    keysPath: settings.keysPath, requestPath: settings.gatewayPath,
                                    budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20))
         return router

@@ -245,8 +245,13 @@ public actor LookupServer {
         let router = makeRouter()
         guard let gateway else { return router }
         let target: any GatewayTarget = gatewayOrigin ?? InProcessGatewayTarget(router: makeRouter(), logger: logger)
+        var refresh: (@Sendable () async throws -> Void)?
+        if let sharedStore {
+            let keys = gateway.keys
+            refresh = { _ = try await PostgresGatewayKeyStore(store: sharedStore).ensure(keys) }
+        }
         ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: gateway.keys, replay: gateway.replay, target: target,
-                                                                         metrics: metrics, logger: logger),
+                                                                         metrics: metrics, logger: logger, refresh: refresh),
                                    keysPath: gateway.settings.keysPath, requestPath: gateway.settings.gatewayPath,
                                    budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20))
         return router

@@ -7,7 +7,7 @@ public struct RequestObserverMiddleware: RouterMiddleware {
     let metrics: ServiceMetrics
     static let routes: Set<String> = [
         "/config", "/key", "/queries", "/healthz", "/metrics", "/.well-known/private-token-issuer-directory",
-        "/token-key-for-user-token", "/issue",
+        "/token-key-for-user-token", "/issue", "/ohttp-gateway", "/ohttp-configs",
     ]
 
     /// Middleware recording into `metrics`.
