@@ -24,7 +24,7 @@ public enum SeedRecorder {
     public static func record(server: LookupServer = Fixture.server) throws -> Exchange {
         try blocking {
             let (ports, continuation) = AsyncStream<Int>.makeStream()
-            let app = server.makeApplication(host: "127.0.0.1", port: 0, onAdminRunning: { _ in }, onServerRunning: { continuation.yield($0) })
+            let app = try server.makeApplication(host: "127.0.0.1", port: 0, onAdminRunning: { _ in }, onServerRunning: { continuation.yield($0) })
             var logger = Logger(label: "callveil-fuzz-seeds")
             logger.logLevel = .critical
             let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
