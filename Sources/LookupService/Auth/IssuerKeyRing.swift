@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import LookupProtocol
 import PrivacyPass
 import Synchronization
@@ -64,13 +61,10 @@ public final class IssuerKeyRing: Sendable {
     public convenience init(directory: String, lifetime: TimeInterval = 30 * 86400, overlap: TimeInterval = 2 * 86400,
                             clock: @escaping @Sendable () -> Date = { Date() }) throws {
         try self.init(storedIn: directory, lifetime: lifetime, overlap: overlap, clock: clock)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let manifest = "\(directory)/keys.json"
-        guard FileManager.default.fileExists(atPath: manifest) else { return }
-        let records = try JSONDecoder().decode([Record].self, from: Data(contentsOf: URL(fileURLWithPath: manifest)))
+        let files = try KeyDirectory(path: directory, suffix: ".pem")
+        guard let records = try files.records(Record.self) else { return }
         let loaded = try records.map { record in
-            let pem = try String(contentsOfFile: "\(directory)/\(record.file)", encoding: .utf8)
+            let pem = String(decoding: try files.read(record.file), as: UTF8.self)
             return Entry(tier: record.tier, issuer: try TokenIssuer(pem: pem), notBefore: Date(timeIntervalSince1970: record.notBefore),
                          notAfter: Date(timeIntervalSince1970: record.notAfter))
         }
@@ -182,27 +176,14 @@ public final class IssuerKeyRing: Sendable {
 
     private func save(_ entries: [Entry]) throws {
         guard let directory else { return }
+        let files = try KeyDirectory(path: directory, suffix: ".pem")
         var records: [Record] = []
         for entry in entries {
             let file = "\(entry.tier)-\(entry.issuer.tokenKey.keyID.prefix(8).hexString).pem"
-            let path = "\(directory)/\(file)"
-            if !FileManager.default.fileExists(atPath: path) {
-                guard FileManager.default.createFile(atPath: path, contents: Data(entry.issuer.pem.utf8),
-                                                     attributes: [.posixPermissions: 0o600]) else {
-                    throw ConfigError("cannot write issuer key \(path)")
-                }
-            }
+            try files.writeOnce(file, Data(entry.issuer.pem.utf8))
             records.append(Record(tier: entry.tier, file: file, notBefore: entry.notBefore.timeIntervalSince1970,
                                   notAfter: entry.notAfter.timeIntervalSince1970))
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let temporary = "\(directory)/keys.json.tmp"
-        try encoder.encode(records).write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, "\(directory)/keys.json") == 0 else { throw ConfigError("cannot replace \(directory)/keys.json") }
-        let kept = Set(records.map(\.file))
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where file.hasSuffix(".pem") && !kept.contains(file) {
-            try? FileManager.default.removeItem(atPath: "\(directory)/\(file)")
-        }
+        try files.replaceManifest(records, files: Set(records.map(\.file)))
     }
 }

@@ -1,8 +1,5 @@
 import Crypto
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import ObliviousHTTP
 import Synchronization
 
@@ -59,17 +56,10 @@ public final class GatewayKeyRing: Sendable {
         self.maxRequestBytes = maxRequestBytes
         self.clock = clock
         guard let directory else { return }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let manifest = "\(directory)/keys.json"
-        guard FileManager.default.fileExists(atPath: manifest) else { return }
-        let records: [Record]
-        do { records = try JSONDecoder().decode([Record].self, from: Data(contentsOf: URL(fileURLWithPath: manifest))) } catch {
-            throw ConfigError("\(manifest) does not parse: \(error)")
-        }
+        let files = try KeyDirectory(path: directory, suffix: ".x25519")
+        guard let records = try files.records(Record.self) else { return }
         try replace(records.map { record in
-            let raw = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(record.file)"))
-            return try entry(keyID: record.keyID, rawPrivateKey: raw, created: record.created, notAfter: record.notAfter)
+            try entry(keyID: record.keyID, rawPrivateKey: try files.read(record.file), created: record.created, notAfter: record.notAfter)
         })
     }
 
@@ -163,27 +153,14 @@ public final class GatewayKeyRing: Sendable {
 
     private func save(_ entries: [Entry]) throws {
         guard let directory else { return }
+        let files = try KeyDirectory(path: directory, suffix: ".x25519")
         var records: [Record] = []
         for entry in entries {
             let file = "gateway-\(entry.key.keyID)-\(Int(entry.created.timeIntervalSince1970)).x25519"
-            let path = "\(directory)/\(file)"
-            if !FileManager.default.fileExists(atPath: path) {
-                guard FileManager.default.createFile(atPath: path, contents: entry.key.privateKey.rawRepresentation,
-                                                     attributes: [.posixPermissions: 0o600]) else {
-                    throw ConfigError("cannot write gateway key \(path)")
-                }
-            }
+            try files.writeOnce(file, entry.key.privateKey.rawRepresentation)
             records.append(Record(keyID: entry.key.keyID, file: file, created: entry.created.timeIntervalSince1970,
                                   notAfter: entry.notAfter.timeIntervalSince1970))
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let temporary = "\(directory)/keys.json.tmp"
-        try encoder.encode(records).write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, "\(directory)/keys.json") == 0 else { throw ConfigError("cannot replace \(directory)/keys.json") }
-        let kept = Set(records.map(\.file))
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where file.hasSuffix(".x25519") && !kept.contains(file) {
-            try? FileManager.default.removeItem(atPath: "\(directory)/\(file)")
-        }
+        try files.replaceManifest(records, files: Set(records.map(\.file)))
     }
 }
