@@ -67,17 +67,21 @@ public final class ObliviousGateway: Sendable {
                                        body: GatewayError(.targetFailed, "internal error").problemJSON), "internal")
             logger.error("gateway failed", metadata: ["error": .string(String(describing: type(of: error)))])
         }
-        metrics.increment("callveil_ohttp_requests_total", dimensions: [("result", result)])
-        metrics.recordDuration("callveil_ohttp_request_seconds", ContinuousClock.now - start, dimensions: [("phase", "total")])
+        record(result, since: start)
         return answer
     }
 
     /// The answer in the clear to a request refused before it opened, counted.
     func refused(_ error: GatewayError, since start: ContinuousClock.Instant = .now) -> Answer {
         logger.debug("gateway refused a request", metadata: ["code": .string(error.code.name)])
-        metrics.increment("callveil_ohttp_requests_total", dimensions: [("result", error.code.name)])
-        metrics.recordDuration("callveil_ohttp_request_seconds", ContinuousClock.now - start, dimensions: [("phase", "total")])
+        record(error.code.name, since: start)
         return Answer(status: error.status, contentType: "application/problem+json", body: error.problemJSON)
+    }
+
+    /// Counts one outer request by result and records its duration.
+    private func record(_ result: String, since start: ContinuousClock.Instant) {
+        metrics.increment("callveil_ohttp_requests_total", dimensions: [("result", result)])
+        metrics.recordDuration("callveil_ohttp_request_seconds", ContinuousClock.now - start, dimensions: [("phase", "total")])
     }
 
     private func open(_ message: [UInt8], contentType: String?, context: LookupRequestContext) async throws -> (Answer, String) {

@@ -25,6 +25,17 @@ extension ServiceConfig.Gateway {
     /// Largest encapsulated request.
     public var requestLimit: Int { maxRequestBytes ?? (10 << 20) + (64 << 10) }
 
+    /// The key ring these settings describe: in the key directory, or (`shared`) filled from the shared store.
+    public func makeKeyRing(shared: Bool) throws -> GatewayKeyRing {
+        try GatewayKeyRing(directory: shared ? nil : keyDirectory ?? "gateway-keys", lifetime: lifetime, overlap: overlap,
+                           suites: offeredSuites, maxRequestBytes: requestLimit)
+    }
+
+    /// The replay cache these settings describe.
+    public func makeReplayCache() -> GatewayReplayCache {
+        GatewayReplayCache(window: TimeInterval(replayWindowSeconds ?? 600), capacity: maxReplayEntries ?? 1_000_000)
+    }
+
     /// Checks paths, suites, bounds and targets.
     public func validate() throws {
         for (name, path) in [("configPath", keysPath), ("requestPath", gatewayPath)] {

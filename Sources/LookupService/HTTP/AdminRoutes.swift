@@ -17,6 +17,11 @@ public enum AdminRoutes {
                             body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\",\"versions\":[\(versions.joined(separator: ","))]"
                                 + (executor.healthJSON.map { ",\"executor\":\($0)" } ?? "") + "}")))
         }
+        addMetrics(to: router, metrics: metrics)
+    }
+
+    /// Adds `/metrics` alone (a stand-alone gateway has no use cases to report).
+    public static func addMetrics<Context: RequestContext>(to router: Router<Context>, metrics: ServiceMetrics) {
         router.get("/metrics") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))

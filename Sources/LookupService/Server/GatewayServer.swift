@@ -39,9 +39,8 @@ public final class GatewayServer: Sendable {
         } else {
             sharedStore = nil
         }
-        keys = try GatewayKeyRing(directory: sharedStore == nil ? settings.keyDirectory ?? "gateway-keys" : nil, lifetime: settings.lifetime,
-                                  overlap: settings.overlap, suites: settings.offeredSuites, maxRequestBytes: settings.requestLimit)
-        replay = GatewayReplayCache(window: TimeInterval(settings.replayWindowSeconds ?? 600), capacity: settings.maxReplayEntries ?? 1_000_000)
+        keys = try settings.makeKeyRing(shared: sharedStore != nil)
+        replay = settings.makeReplayCache()
         target = OriginGatewayTarget(targets: targets, timeoutSeconds: settings.targetTimeoutSeconds ?? 30)
         self.logger = logger
         try await ensureKeys()
@@ -50,8 +49,7 @@ public final class GatewayServer: Sendable {
     /// Creates the first key or a successor when due; returns whether keys changed.
     @discardableResult
     public func ensureKeys() async throws -> Bool {
-        if let sharedStore { return try await PostgresGatewayKeyStore(store: sharedStore).ensure(keys) }
-        return try keys.ensure()
+        try await keys.ensure(sharedStore: sharedStore)
     }
 
     /// The gateway's public router.
@@ -78,9 +76,7 @@ public final class GatewayServer: Sendable {
             return Response(status: keys.gateway == nil ? .serviceUnavailable : .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"\(keys.gateway == nil ? "no keys" : "ok")\",\"gatewayKeyIds\":[\(ids)]}")))
         }
-        adminRouter.get("/metrics") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
-        }
+        AdminRoutes.addMetrics(to: adminRouter, metrics: metrics)
         let adminPort = http.adminPort ?? 9090
         let admin = Application(router: adminRouter,
                                 configuration: .init(address: .hostname(http.adminHost ?? "127.0.0.1", port: adminPort), serverName: "CallVeil"),

@@ -99,12 +99,7 @@ public actor LookupServer {
         issuanceLimiter = IssuanceLimiter(rates: config.issueRates)
         http = config.http ?? .init()
         if let settings = config.gateway, settings.enabled ?? true {
-            let keys = try GatewayKeyRing(directory: shared == nil ? settings.keyDirectory ?? "gateway-keys" : nil,
-                                          lifetime: settings.lifetime, overlap: settings.overlap, suites: settings.offeredSuites,
-                                          maxRequestBytes: settings.requestLimit)
-            let replay = GatewayReplayCache(window: TimeInterval(settings.replayWindowSeconds ?? 600),
-                                            capacity: settings.maxReplayEntries ?? 1_000_000)
-            gateway = (settings, keys, replay)
+            gateway = (settings, try settings.makeKeyRing(shared: shared != nil), settings.makeReplayCache())
             gatewayOrigin = settings.targets.flatMap { $0.isEmpty ? nil : OriginGatewayTarget(targets: $0, timeoutSeconds: settings.targetTimeoutSeconds ?? 30) }
         } else {
             gateway = nil
@@ -206,9 +201,7 @@ public actor LookupServer {
     /// and loads what others decided); returns whether keys changed.
     @discardableResult
     private func ensureGatewayKeys() async throws -> Bool {
-        guard let gateway else { return false }
-        if let sharedStore { return try await PostgresGatewayKeyStore(store: sharedStore).ensure(gateway.keys) }
-        return try gateway.keys.ensure()
+        try await gateway?.keys.ensure(sharedStore: sharedStore) ?? false
     }
 
     /// Makes the issuer keys current for `tiers`: in the shared store (decided once for every coordinator, and
@@ -246,10 +239,7 @@ public actor LookupServer {
         guard let gateway else { return router }
         let target: any GatewayTarget = gatewayOrigin ?? InProcessGatewayTarget(router: makeRouter(), logger: logger)
         var refresh: (@Sendable () async throws -> Void)?
-        if let sharedStore {
-            let keys = gateway.keys
-            refresh = { _ = try await PostgresGatewayKeyStore(store: sharedStore).ensure(keys) }
-        }
+        if let sharedStore { refresh = { [keys = gateway.keys] in _ = try await keys.ensure(sharedStore: sharedStore) } }
         ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: gateway.keys, replay: gateway.replay, target: target,
                                                                          metrics: metrics, logger: logger, refresh: refresh),
                                    keysPath: gateway.settings.keysPath, requestPath: gateway.settings.gatewayPath,

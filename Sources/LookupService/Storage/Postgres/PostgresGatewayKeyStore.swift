@@ -61,3 +61,13 @@ public struct PostgresGatewayKeyStore: Sendable {
         return entries
     }
 }
+
+extension GatewayKeyRing {
+    /// Makes the keys current where they live: once for every gateway in `sharedStore`, else in the key directory;
+    /// returns whether they changed.
+    @discardableResult
+    public func ensure(sharedStore: PostgresStore?) async throws -> Bool {
+        if let sharedStore { return try await PostgresGatewayKeyStore(store: sharedStore).ensure(self) }
+        return try ensure()
+    }
+}
