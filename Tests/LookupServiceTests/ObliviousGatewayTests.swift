@@ -6,7 +6,6 @@ import LookupService
 import ObliviousHTTP
 import ServiceTestSupport
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 /// The Oblivious HTTP gateway in the service: an independent client (pyhpke, httpx/h2 from PyPI) through it over
@@ -226,10 +225,9 @@ struct ObliviousGatewayTests {
 
     @Test("Keys: files 0600 that survive a restart; a successor published before the old key ends; the old key accepted until then")
     func rotation() throws {
-        let day: TimeInterval = 86400
-        let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let now = Mutex(start)
-        let clock: @Sendable () -> Date = { now.withLock { $0 } }
+        let day = ManualClock.day
+        let time = ManualClock()
+        let clock = time.read
         let directory = try temporaryDirectory() + "/gateway-keys"
         let ring = try GatewayKeyRing(directory: directory, lifetime: 10 * day, overlap: 2 * day, clock: clock)
         #expect(ring.gateway == nil)
@@ -249,14 +247,14 @@ struct ObliviousGatewayTests {
         #expect(throws: Never.self) { try reopened.gateway?.decapsulate(request.encapsulated) }
 
         // Rotation due: a successor with the next id is published first; the old key still opens requests.
-        now.withLock { $0 = start.addingTimeInterval(8.5 * day) }
+        time.set(days: 8.5)
         #expect(try ring.ensure())
         let published = try OHTTPKeyConfig.decodeList(ring.publishedConfigs)
         #expect(published.map(\.keyID) == [first.key.keyID &+ 1, first.key.keyID])
         #expect(throws: Never.self) { try ring.gateway?.decapsulate(request.encapsulated) }
 
         // The old key's end: dropped, its requests get the key-configuration problem.
-        now.withLock { $0 = start.addingTimeInterval(10.5 * day) }
+        time.set(days: 10.5)
         #expect(try ring.ensure())
         #expect(try OHTTPKeyConfig.decodeList(ring.publishedConfigs).map(\.keyID) == [first.key.keyID &+ 1])
         #expect(throws: OHTTPError.self) { try ring.gateway?.decapsulate(request.encapsulated) }
@@ -265,15 +263,14 @@ struct ObliviousGatewayTests {
         // A forced rotation keeps the current key for the overlap only.
         try ring.rotate()
         let entries = ring.entries
-        #expect(entries.count == 2 && entries[1].notAfter == now.withLock { $0 }.addingTimeInterval(2 * day))
+        #expect(entries.count == 2 && entries[1].notAfter == time.now.addingTimeInterval(2 * day))
     }
 
     @Test("Keys in PostgreSQL: two gateways starting at once share one key; a rotation is decided once and seen by both")
     func sharedKeys() async throws {
-        let day: TimeInterval = 86400
-        let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let now = Mutex(start)
-        let clock: @Sendable () -> Date = { now.withLock { $0 } }
+        let day = ManualClock.day
+        let time = ManualClock()
+        let clock = time.read
         let settings = try await TestPostgres.freshDatabase()
         let sealing = StoreSealing(keyEncryptionKey: SymmetricKey(size: .bits256))
         let stores = [try await PostgresStore.connect(settings, sealing: sealing, logger: TestPostgres.logger),
@@ -290,7 +287,7 @@ struct ObliviousGatewayTests {
                                              config: try #require(try OHTTPKeyConfig.decodeList(rings[0].publishedConfigs).first))
         #expect(throws: Never.self) { try rings[1].gateway?.decapsulate(request.encapsulated) }
 
-        now.withLock { $0 = start.addingTimeInterval(8.5 * day) }
+        time.set(days: 8.5)
         #expect(try await PostgresGatewayKeyStore(store: stores[1]).ensure(rings[1]))
         #expect(try await !PostgresGatewayKeyStore(store: stores[0]).ensure(rings[0]))
         #expect(rings[0].publishedConfigs == rings[1].publishedConfigs)

@@ -4,7 +4,6 @@ import LookupProtocol
 import LookupService
 import ServiceTestSupport
 import PrivacyPass
-import Synchronization
 import Testing
 
 /// Privacy Pass in the service: the issuer endpoints, token verification on the PIR endpoints with the
@@ -155,31 +154,30 @@ struct PrivacyPassServiceTests {
 
     @Test("Rotation publishes the successor before it issues, and the old key is accepted until it expires")
     func rotation() throws {
-        let day: TimeInterval = 86400
-        let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let now = Mutex(start)
-        let clock: @Sendable () -> Date = { now.withLock { $0 } }
+        let day = ManualClock.day
+        let time = ManualClock()
+        let clock = time.read
         let directory = try temporaryDirectory()
         let ring = try IssuerKeyRing(directory: directory, lifetime: 10 * day, overlap: 2 * day, clock: clock)
         #expect(try ring.ensure(tiers: ["tier1"]))
         let old = try #require(ring.issuer(forTier: "tier1"))
-        now.withLock { $0 = start.addingTimeInterval(5 * day) }
+        time.set(days: 5)
         #expect(try !ring.ensure(tiers: ["tier1"]))
-        now.withLock { $0 = start.addingTimeInterval(6.5 * day) }
+        time.set(days: 6.5)
         #expect(try ring.ensure(tiers: ["tier1"]))
         let published = ring.published()
-        #expect(published.count == 2 && published[1].notBefore == start.addingTimeInterval(8 * day))
+        #expect(published.count == 2 && published[1].notBefore == time.start.addingTimeInterval(8 * day))
         let successor = published[1].key
         #expect(successor.truncatedKeyID != old.tokenKey.truncatedKeyID)
         #expect(ring.issuer(forTier: "tier1")?.tokenKey.keyID == old.tokenKey.keyID)
         #expect(ring.acceptedKey(keyID: successor.keyID) == nil)
-        now.withLock { $0 = start.addingTimeInterval(8.5 * day) }
+        time.set(days: 8.5)
         #expect(ring.issuer(forTier: "tier1")?.tokenKey.keyID == successor.keyID)
         #expect(ring.acceptedKey(keyID: old.tokenKey.keyID)?.tier == "tier1")
         // Reloaded from disk, the ring is the same.
         let reloaded = try IssuerKeyRing(directory: directory, lifetime: 10 * day, overlap: 2 * day, clock: clock)
         #expect(reloaded.published().map(\.key.keyID) == ring.published().map(\.key.keyID))
-        now.withLock { $0 = start.addingTimeInterval(10.5 * day) }
+        time.set(days: 10.5)
         #expect(ring.acceptedKey(keyID: old.tokenKey.keyID) == nil)
         #expect(try ring.ensure(tiers: ["tier1"]))
         #expect(ring.published().count == 1)

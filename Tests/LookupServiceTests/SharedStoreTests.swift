@@ -6,7 +6,6 @@ import LookupProtocol
 import LookupService
 import PostgresNIO
 import ServiceTestSupport
-import Synchronization
 import Testing
 
 /// Two services on one PostgreSQL, as two coordinators behind a load balancer: keys and spent tokens are shared,
@@ -138,10 +137,9 @@ struct SharedStoreTests {
 struct SharedIssuerKeyTests {
     @Test("Coordinators starting at once get one key per tier; a rotation is decided once and seen by all; a wrong key-encryption key is refused")
     func decidedOnce() async throws {
-        let day: TimeInterval = 86400
-        let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let now = Mutex(start)
-        let clock: @Sendable () -> Date = { now.withLock { $0 } }
+        let day = ManualClock.day
+        let time = ManualClock()
+        let clock = time.read
         let settings = try await TestPostgres.freshDatabase()
         let sealing = StoreSealing(keyEncryptionKey: SymmetricKey(size: .bits256))
         let stores = [try await PostgresStore.connect(settings, sealing: sealing, logger: Logger(label: "test")),
@@ -157,7 +155,7 @@ struct SharedIssuerKeyTests {
         #expect(rings[0].issuer(forTier: "tier1")?.tokenKey.keyID == rings[1].issuer(forTier: "tier1")?.tokenKey.keyID)
 
         // Rotation time: the first to look decides; the other finds it made; both publish the successor.
-        now.withLock { $0 = start.addingTimeInterval(6.5 * day) }
+        time.set(days: 6.5)
         #expect(try await PostgresIssuerKeyStore(store: stores[1]).ensure(rings[1], tiers: ["tier1", "tier2"]))
         #expect(try await !PostgresIssuerKeyStore(store: stores[0]).ensure(rings[0], tiers: ["tier1", "tier2"]))
         #expect(rings[0].published().map(\.key.keyID) == rings[1].published().map(\.key.keyID))
