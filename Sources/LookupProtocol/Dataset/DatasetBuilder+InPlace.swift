@@ -62,10 +62,14 @@ extension DatasetBuilder {
         func changes(applying entries: [DatasetDelta.Entry]) throws -> Changes {
             var changes = Changes()
             for entry in entries {
-                try entry.check(present: table.placement(ofKeywordHash: entry.hash) != nil)
+                let present = table.placement(ofKeywordHash: entry.hash) != nil
+                try entry.check(present: present)
                 switch entry.operation {
                 case .add(let value): changes.additions.append(HashBucket.Entry(keywordHash: entry.hash, value: value))
                 case .change(let value): changes.changes.append(HashBucket.Entry(keywordHash: entry.hash, value: value))
+                case .set(let value):
+                    let row = HashBucket.Entry(keywordHash: entry.hash, value: value)
+                    if present { changes.changes.append(row) } else { changes.additions.append(row) }
                 case .remove: changes.removals.append(entry.hash)
                 }
             }

@@ -145,7 +145,7 @@ public struct DatasetBuilder: Sendable {
         var maxValue = previous.manifest.maxValueLength
         for entry in delta.entries {
             switch entry.operation {
-            case .add(let value), .change(let value): maxValue = max(maxValue, value.count)
+            case .add(let value), .change(let value), .set(let value): maxValue = max(maxValue, value.count)
             case .remove: break
             }
         }

@@ -1,6 +1,7 @@
 import PIR
 
-/// A change to a processed version: CSV lines `add,keyword,value`, `change,keyword,value` and `remove,keyword`
+/// A change to a processed version: CSV lines `add,keyword,value`, `change,keyword,value`, `set,keyword,value` (add
+/// or change, whichever the keyword needs: how a block-list publisher states a decision) and `remove,keyword`
 /// (value in hex or base64, as in the keyword CSV; an `op,…` header on line 1 is skipped). A shard is normally
 /// updated in place (`DatasetBuilder.updateInPlace`); one laid out afresh gets the delta applied to its rows:
 /// removals and changes where the rows are, additions appended in file order.
@@ -11,6 +12,8 @@ public struct DatasetDelta: Sendable {
         case add([UInt8])
         /// A present keyword's new value.
         case change([UInt8])
+        /// A keyword's value, whether or not it is present (an add or a change).
+        case set([UInt8])
         /// A present keyword taken out.
         case remove
     }
@@ -58,17 +61,17 @@ public struct DatasetDelta: Sendable {
             guard fields.count >= 2, !fields[1].isEmpty else { return problem("expected `add|change|remove,keyword[,value]`") }
             let operation: Operation
             switch op {
-            case "add", "change":
+            case "add", "change", "set":
                 guard fields.count == 3, let value = Optional(UnsafeBufferPointer(rebasing: fields[2])).flatMap({
                     [UInt8](hex: $0) ?? KeywordDatabaseFile.decodeBase64($0)
                 }) else { return problem("\(op) needs a value in hex or base64") }
                 guard value.count <= HashBucket.maxValueLength else { return problem("value of \(value.count) bytes exceeds 65535") }
-                operation = op == "add" ? .add(value) : .change(value)
+                operation = op == "add" ? .add(value) : op == "set" ? .set(value) : .change(value)
             case "remove":
                 guard fields.count == 2 || (fields.count == 3 && fields[2].isEmpty) else { return problem("remove takes no value") }
                 operation = .remove
             default:
-                return problem("unknown operation \"\(op.prefix(16))\" (add, change or remove)")
+                return problem("unknown operation \"\(op.prefix(16))\" (add, change, set or remove)")
             }
             let hash = KeywordHash.hash(Array(fields[1]))
             if let first = seen[hash] { return problem("repeats the keyword of line \(first)") }
@@ -95,6 +98,11 @@ public struct DatasetDelta: Sendable {
                 result.append(ShardRow(hash: entry.hash, line: line, value: value))
             case .change(let value):
                 result[at!] = ShardRow(hash: entry.hash, line: line, value: value)
+            case .set(let value):
+                if let at { result[at] = ShardRow(hash: entry.hash, line: line, value: value) } else {
+                    position[entry.hash] = result.count
+                    result.append(ShardRow(hash: entry.hash, line: line, value: value))
+                }
             case .remove:
                 result[at!] = nil
                 position[entry.hash] = nil

@@ -56,18 +56,22 @@ public enum LookupRoutes {
     }
 
     static func decode<M: Message>(_ type: M.Type, _ request: Request, _ context: LookupRequestContext) async throws -> M {
-        let limit = context.maxUploadSize
+        let bytes = try await body(request, limit: context.maxUploadSize)
+        do {
+            return try M(serializedBytes: bytes)
+        } catch {
+            throw LookupError.badRequest("Malformed \(M.protoMessageName): \(error)")
+        }
+    }
+
+    /// The request's body, at most `limit` bytes: a longer declared length is refused before reading, a longer
+    /// body while reading (413 either way).
+    static func body(_ request: Request, limit: Int) async throws -> [UInt8] {
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
             throw LookupError(.contentTooLarge, "Request body of \(length) bytes exceeds \(limit) bytes")
         }
-        let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: limit) } catch is NIOTooManyBytesError {
+        do { return Array(try await request.body.collect(upTo: limit).readableBytesView) } catch is NIOTooManyBytesError {
             throw LookupError(.contentTooLarge, "Request body exceeds \(limit) bytes")
-        }
-        do {
-            return try M(serializedBytes: Array(buffer.readableBytesView))
-        } catch {
-            throw LookupError.badRequest("Malformed \(M.protoMessageName): \(error)")
         }
     }
 

@@ -42,6 +42,14 @@ public actor LookupServer {
     public nonisolated let http: ServiceConfig.HTTPSettings
     /// The Oblivious HTTP gateway's settings, keys and replay cache, when the gateway is on (as read at start).
     public nonisolated let gateway: (settings: ServiceConfig.Gateway, keys: GatewayKeyRing, replay: GatewayReplayCache)?
+    /// Reports and the Call Directory lists, when any of `reports`, `callDirectory`, `urlFilter` is configured.
+    public nonisolated let reportStore: (any ReportStore)?
+    /// Reporter credentials, when classification reports are taken.
+    public nonisolated let reporterCredentials: ReporterCredential?
+    /// The report, feed and URL-filter settings as read at start.
+    private nonisolated let provider: (reports: ServiceConfig.Reports?, callDirectory: ServiceConfig.CallDirectory?, urlFilter: ServiceConfig.URLFilter?)
+    /// Reports per reporter.
+    private nonisolated let reportLimiter: IssuanceLimiter
     /// The gateway's target when it forwards to other origins (else it answers in-process).
     private nonisolated let gatewayOrigin: OriginGatewayTarget?
     private let logger: Logger
@@ -105,6 +113,15 @@ public actor LookupServer {
             gateway = nil
             gatewayOrigin = nil
         }
+        reportStore = try config.makeReportStore(shared: shared)
+        if let reports = config.reports, reports.enabled ?? true {
+            reporterCredentials = try ReporterCredential.load(path: reports.reporterKeyFile ?? "reporter.key")
+        } else {
+            reporterCredentials = nil
+        }
+        provider = (config.reports, config.callDirectory, config.urlFilter)
+        let perHour = config.reports?.reportsPerHour ?? 30
+        reportLimiter = IssuanceLimiter(rates: ["reporter": .init(perSecond: perHour / 3600, burst: Double(config.reports?.reportBurst ?? 10))])
         if privacyPass.enabled ?? true {
             let lifetime = TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400)
             let overlap = TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400)
@@ -228,7 +245,25 @@ public actor LookupServer {
         if let issuerKeys {
             PrivacyPassRoutes.add(to: router, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tiers.withLock { $0[token] } }
         }
+        addProviderRoutes(to: router)
         return router
+    }
+
+    /// The report, Call Directory and URL-filter routes that are configured.
+    private nonisolated func addProviderRoutes(to router: Router<LookupRequestContext>) {
+        guard let reportStore else { return }
+        if let reporterCredentials, let reports = provider.reports {
+            ReportRoutes.add(to: router, settings: .init(store: reportStore, credentials: reporterCredentials, limiter: reportLimiter,
+                                                         maxReportBytes: reports.maxReportBytes ?? 16384,
+                                                         tierOf: { [self] token in self.tiers.withLock { $0[token] } }, metrics: metrics))
+        }
+        if let callDirectory = provider.callDirectory {
+            CallDirectoryRoutes.add(to: router, store: reportStore, maxEntriesPerPage: callDirectory.maxEntriesPerPage ?? 20_000, metrics: metrics)
+        }
+        if let urlFilter = provider.urlFilter {
+            URLFilterRoutes.add(to: router, prefilterDirectory: urlFilter.prefilterDirectory, metrics: metrics)
+            ReportRoutes.addURLReports(to: router, store: reportStore, verifier: verifier, maxURLs: urlFilter.maxURLsPerReport ?? 100, metrics: metrics)
+        }
     }
 
     /// The router of the public port: `makeRouter()`'s routes and, when the gateway is on, its key configurations

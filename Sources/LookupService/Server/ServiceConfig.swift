@@ -274,6 +274,12 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
     public var database: Database?
     /// The Oblivious HTTP gateway.
     public var gateway: Gateway?
+    /// Junk-report ingestion and the policy that turns reports into the blocking list.
+    public var reports: Reports?
+    /// The Call Directory feed.
+    public var callDirectory: CallDirectory?
+    /// The URL-filter prefilter download and `/report`.
+    public var urlFilter: URLFilter?
 
     /// A configuration.
     public init(users: [UserTier], usecases: [UseCase], keys: Keys? = nil, privacyPass: PrivacyPass? = nil,
@@ -311,6 +317,18 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         if var gateway = config.gateway {
             gateway.keyDirectory = resolve(gateway.keyDirectory ?? "gateway-keys")
             config.gateway = gateway
+        }
+        if config.reports != nil || config.callDirectory != nil || config.urlFilter != nil {
+            // The feed and URL reports need the report store too; without a `reports` section its endpoint is off.
+            var reports = config.reports ?? Reports()
+            if config.reports == nil { reports.enabled = false }
+            reports.database = resolve(reports.database ?? "reports.sqlite")
+            reports.reporterKeyFile = resolve(reports.reporterKeyFile ?? "reporter.key")
+            config.reports = reports
+        }
+        if var urlFilter = config.urlFilter {
+            urlFilter.prefilterDirectory = resolve(urlFilter.prefilterDirectory)
+            config.urlFilter = urlFilter
         }
         if var http = config.http {
             http.tlsCertificateFile = http.tlsCertificateFile.map(resolve)
@@ -382,6 +400,9 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
             }
         }
         if let gateway { try gateway.validate() }
+        try reports?.validate()
+        try callDirectory?.validate()
+        try urlFilter?.validate()
     }
 
     /// The `/issue` rate of each tier that has one.

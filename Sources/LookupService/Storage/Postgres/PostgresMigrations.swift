@@ -134,6 +134,34 @@ enum PostgresMigrations {
             )
             """,
         ]),
+        Migration(version: 5, name: "reports and call directory lists", statements: [
+            // One row per number and reporter (a pseudonym): the latest verdict; notes sealed (StoreSealing).
+            """
+            CREATE TABLE number_reports (
+                number text NOT NULL, reporter text NOT NULL, channel text NOT NULL, verdict text NOT NULL,
+                category text, sealed_note bytea, report_id text NOT NULL,
+                first_seen double precision NOT NULL, last_seen double precision NOT NULL,
+                PRIMARY KEY (number, reporter)
+            )
+            """,
+            """
+            CREATE TABLE url_reports (url text PRIMARY KEY, reports bigint NOT NULL,
+                                      first_seen double precision NOT NULL, last_seen double precision NOT NULL)
+            """,
+            """
+            CREATE TABLE report_decisions (number text PRIMARY KEY, action text NOT NULL, note text NOT NULL,
+                                           decided_at double precision NOT NULL)
+            """,
+            // Call Directory lists as version intervals: every version stays readable.
+            """
+            CREATE TABLE directory_entries (list text NOT NULL, number bigint NOT NULL, label text NOT NULL, reason text NOT NULL,
+                                            added integer NOT NULL, removed integer, PRIMARY KEY (list, number, added))
+            """,
+            """
+            CREATE TABLE directory_versions (list text NOT NULL, version integer NOT NULL, created_at double precision NOT NULL,
+                                             entries integer NOT NULL, PRIMARY KEY (list, version))
+            """,
+        ]),
     ]
 
     /// The newest version this build knows.
