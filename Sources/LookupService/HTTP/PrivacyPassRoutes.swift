@@ -56,12 +56,18 @@ public enum PrivacyPassRoutes {
 
     static func issuerAndToken(_ request: Request, keys: IssuerKeyRing, tierOf: (String) -> String?) throws
         -> (issuer: TokenIssuer, userToken: String, tier: String) {
+        let (userToken, tier) = try userToken(request, tierOf: tierOf)
+        guard let issuer = keys.issuer(forTier: tier) else { throw LookupError(.unauthorized, "No issuer key for the user's tier") }
+        return (issuer, userToken, tier)
+    }
+
+    /// The app's user token (`Authorization: Bearer <user token>`) and its tier; 401 when missing or unknown.
+    static func userToken(_ request: Request, tierOf: (String) -> String?) throws -> (userToken: String, tier: String) {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
             throw LookupError(.unauthorized, "Invalid or missing user token")
         }
         let userToken = String(header.dropFirst("Bearer ".count))
         guard let tier = tierOf(userToken) else { throw LookupError(.unauthorized, "Invalid or missing user token") }
-        guard let issuer = keys.issuer(forTier: tier) else { throw LookupError(.unauthorized, "No issuer key for the user's tier") }
-        return (issuer, userToken, tier)
+        return (userToken, tier)
     }
 }

@@ -30,12 +30,8 @@ public enum ReportRoutes {
     /// Adds the classification-report routes.
     public static func add(to router: Router<LookupRequestContext>, settings: Settings) {
         router.post("/reporter-credential") { request, _ -> Response in
-            guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-                  settings.tierOf(String(header.dropFirst("Bearer ".count))) != nil else {
-                throw LookupError(.unauthorized, "Invalid or missing user token")
-            }
-            let credential = settings.credentials.issue(userToken: String(header.dropFirst("Bearer ".count)))
-            return json(["reporter": credential])
+            let (userToken, _) = try PrivacyPassRoutes.userToken(request, tierOf: settings.tierOf)
+            return json(["reporter": settings.credentials.issue(userToken: userToken)])
         }
         router.post("/classification-report") { request, _ -> Response in
             do {

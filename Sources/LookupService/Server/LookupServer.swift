@@ -243,11 +243,14 @@ public actor LookupServer {
                          budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20),
                          maxInFlight: http.maxRequestsInFlight ?? 256, maxPerUser: http.maxRequestsPerUser ?? 4)
         if let issuerKeys {
-            PrivacyPassRoutes.add(to: router, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tiers.withLock { $0[token] } }
+            PrivacyPassRoutes.add(to: router, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tier(of: token) }
         }
         addProviderRoutes(to: router)
         return router
     }
+
+    /// The tier of a user token in the current config (nil: unknown token).
+    private nonisolated func tier(of userToken: String) -> String? { tiers.withLock { $0[userToken] } }
 
     /// The report, Call Directory and URL-filter routes that are configured.
     private nonisolated func addProviderRoutes(to router: Router<LookupRequestContext>) {
@@ -255,7 +258,7 @@ public actor LookupServer {
         if let reporterCredentials, let reports = provider.reports {
             ReportRoutes.add(to: router, settings: .init(store: reportStore, credentials: reporterCredentials, limiter: reportLimiter,
                                                          maxReportBytes: reports.maxReportBytes ?? 16384,
-                                                         tierOf: { [self] token in self.tiers.withLock { $0[token] } }, metrics: metrics))
+                                                         tierOf: { [self] token in self.tier(of: token) }, metrics: metrics))
         }
         if let callDirectory = provider.callDirectory {
             CallDirectoryRoutes.add(to: router, store: reportStore, maxEntriesPerPage: callDirectory.maxEntriesPerPage ?? 20_000, metrics: metrics)
