@@ -85,8 +85,7 @@ public final class ObliviousGateway: Sendable {
     }
 
     private func open(_ message: [UInt8], contentType: String?, context: LookupRequestContext) async throws -> (Answer, String) {
-        let mediaType = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        guard mediaType == Self.requestMediaType else {
+        guard MediaType.essence(contentType) == Self.requestMediaType else {
             throw GatewayError(.unsupportedMediaType, "the body must be \(Self.requestMediaType)")
         }
         guard var gateway = keys.gateway else { throw GatewayError(.noKeys, "the gateway has no key yet") }

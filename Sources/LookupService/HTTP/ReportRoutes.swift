@@ -81,8 +81,7 @@ public enum ReportRoutes {
     /// The URLs of a `/report` body: protobuf `URLFilterReport`, or a JSON array of strings when the media type
     /// is JSON.
     static func urls(in body: [UInt8], contentType: String?) throws -> [String] {
-        let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        switch type {
+        switch MediaType.essence(contentType) {
         case "application/json":
             guard let list = try? JSONDecoder().decode([String].self, from: Data(body)) else {
                 throw ReportError(.malformedJSON, "the body is not a JSON array of strings")
@@ -98,8 +97,8 @@ public enum ReportRoutes {
     }
 
     static func requireJSON(_ request: Request) throws {
-        guard let type = request.headers[.contentType] else { return }
-        guard type.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == "application/json" else {
+        guard let type = MediaType.essence(request.headers[.contentType]) else { return }
+        guard type == "application/json" else {
             throw ReportError(.unsupportedMediaType, "send application/json")
         }
     }
