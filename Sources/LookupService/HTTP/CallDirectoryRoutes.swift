@@ -35,7 +35,7 @@ public enum CallDirectoryRoutes {
             // A page at a named version never changes; the newest version's first page does when a list is published.
             headers[.cacheControl] = query["version"] != nil ? "public, max-age=86400, immutable" : "public, max-age=60"
             headers[.vary] = "Accept-Encoding"
-            if let match = request.headers[.ifNoneMatch], match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0 == "*" }) {
+            if EntityTag.matches(request, etag: etag) {
                 metrics.increment("callveil_call_directory_pages_total", dimensions: [("list", list.rawValue), ("result", "not-modified")])
                 return Response(status: .notModified, headers: headers)
             }

@@ -55,7 +55,7 @@ public enum URLFilterRoutes {
         var headers = HTTPFields()
         headers[.eTag] = "\"\(tag)\""
         headers[.cacheControl] = "public, max-age=300"
-        if request.headers[.ifNoneMatch] == "\"\(tag)\"" {
+        if EntityTag.matches(request, etag: "\"\(tag)\"") {
             metrics.increment("callveil_url_prefilter_downloads_total", dimensions: [("result", "not-modified")])
             return Response(status: .notModified, headers: headers)
         }
