@@ -20,7 +20,8 @@ public struct BlockListPublisher: Sendable {
 
     /// Publishes the blocking list the reports and decisions call for now; returns what changed.
     public func publish(now: Double = Date().timeIntervalSince1970) async throws -> DirectoryPublication {
-        let aggregates = try await store.aggregates(minReporters: 1, limit: Int.max)
+        // A number with fewer reporters than the threshold cannot cross it: only the others are read.
+        let aggregates = try await store.aggregates(minReporters: policy.minJunkReporters ?? ReportPolicy.defaultMinJunkReporters, limit: Int.max)
         let entries = policy.blockingList(aggregates: aggregates, decisions: try await store.decisions())
         return try await store.publish(.blocking, entries: entries, at: now)
     }
@@ -52,9 +53,15 @@ public struct BlockListPublisher: Sendable {
         let to = try await store.currentVersion(.blocking)
         guard to != from else { return Update(from: from, to: to, blocked: 0, unblocked: 0) }
         let base = from <= to ? from : 0  // a list store newer than the database's record was reset: start over
-        let before = Set(try await store.entries(.blocking, version: base).map(\.number))
-        let after = Set(try await store.entries(.blocking, version: to).map(\.number))
-        let blocked = after.subtracting(before).sorted(), unblocked = before.subtracting(after).sorted()
+        // The store's own incremental feed is the change between the two versions.
+        var blocked: [Int64] = [], unblocked: [Int64] = []
+        var cursor: Int64?
+        repeat {
+            let page = try await store.page(.blocking, version: to, since: base, after: cursor, limit: 10_000)
+            blocked += page.additions.map(\.number)
+            unblocked += page.removals
+            cursor = page.next
+        } while cursor != nil
         let previous = try DatasetBuilder.Previous(manifestPath: manifest)
         let directory = URL(fileURLWithPath: manifest).deletingLastPathComponent().path
         if !blocked.isEmpty || !unblocked.isEmpty {

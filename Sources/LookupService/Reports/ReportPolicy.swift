@@ -5,6 +5,8 @@ import Foundation
 /// confirm blocks it regardless, a reject or the allow-list never lets reports block it. Every decision keeps its
 /// reason.
 public struct ReportPolicy: Codable, Sendable, Equatable {
+    /// `minJunkReporters` when not set.
+    public static let defaultMinJunkReporters = 5
     /// Distinct junk reporters needed (default 5).
     public var minJunkReporters: Int?
     /// Share of junk verdicts among the number's reporters needed (default 0.8).
@@ -30,7 +32,7 @@ public struct ReportPolicy: Codable, Sendable, Equatable {
 
     /// The blocking list the reports and decisions call for, ascending.
     public func blockingList(aggregates: [NumberAggregate], decisions: [ManualDecision]) -> [DirectoryEntry] {
-        let minReporters = minJunkReporters ?? 5, share = minJunkShare ?? 0.8
+        let minReporters = minJunkReporters ?? Self.defaultMinJunkReporters, share = minJunkShare ?? 0.8
         let allowed = Set(allowList ?? [])
         var decided: [String: ManualDecision] = [:]
         for decision in decisions { decided[decision.number] = decision }
