@@ -79,10 +79,10 @@ public enum ClassificationReport {
         }
         guard let verdict else { throw ReportError(.badField, "neither an action nor a verdict") }
         let reportID = try bounded(info.reportId, "reportId", max: 64)
-        guard !reportID.isEmpty, reportID.utf8.allSatisfy(isIDByte) else { throw ReportError(.badField, "reportId must be 1 to 64 of [A-Za-z0-9-_]") }
+        guard !reportID.isEmpty, reportID.utf8.allSatisfy(ReporterCredential.isURLSafe) else { throw ReportError(.badField, "reportId must be 1 to 64 of [A-Za-z0-9-_]") }
         var category: String?
         if let value = info.category {
-            guard !value.isEmpty, value.utf8.count <= 32, value.utf8.allSatisfy(isIDByte) else {
+            guard !value.isEmpty, value.utf8.count <= 32, value.utf8.allSatisfy(ReporterCredential.isURLSafe) else {
                 throw ReportError(.badField, "category must be 1 to 32 of [A-Za-z0-9-_]")
             }
             category = value.lowercased()
@@ -111,9 +111,5 @@ public enum ClassificationReport {
         guard let value else { throw ReportError(.badField, "\(key) is missing") }
         guard value.utf8.count <= max else { throw ReportError(.badField, "\(key) is longer than \(max) bytes") }
         return value
-    }
-
-    private static func isIDByte(_ b: UInt8) -> Bool {
-        (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x5F
     }
 }

@@ -57,9 +57,14 @@ public struct ReporterCredential: Sendable {
             .replacingOccurrences(of: "=", with: "")
     }
 
+    /// Whether a byte is one of `[A-Za-z0-9-_]`: base64url's alphabet, also the characters of report ids and
+    /// categories.
+    static func isURLSafe(_ b: UInt8) -> Bool {
+        (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x5F
+    }
+
     static func decodeBase64url(_ text: String) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F })
-        else { return nil }
+        guard text.utf8.allSatisfy(isURLSafe) else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         return Data(base64Encoded: base64).map { [UInt8]($0) }
