@@ -39,6 +39,15 @@ public struct NumberReport: Sendable, Equatable, Codable {
     }
 }
 
+extension NumberReport {
+    /// Whether this report says nothing new over the stored one of the same reporter and number: the same report
+    /// id (a replay or a retry), or the same verdict, channel, category and note. The one rule of every store.
+    func restates(reportID storedID: String, verdict: String, channel: String, category: String?, note: String?) -> Bool {
+        storedID == reportID || (verdict == self.verdict.rawValue && channel == self.channel.rawValue
+                                 && category == self.category && note == self.note)
+    }
+}
+
 /// What storing a report did.
 public enum ReportOutcome: String, Sendable, Equatable {
     /// The reporter's first report on the number.

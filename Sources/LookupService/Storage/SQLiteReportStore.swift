@@ -43,10 +43,8 @@ public final class SQLiteReportStore: ReportStore {
                                      report.note, report.reportID, report.receivedAt, report.receivedAt])
                 return .new
             }
-            let same = row["report_id"] as String == report.reportID
-                || (row["verdict"] as String == report.verdict.rawValue && row["channel"] as String == report.channel.rawValue
-                    && row["category"] as String? == report.category && row["note"] as String? == report.note)
-            if same { return .duplicate }
+            if report.restates(reportID: row["report_id"], verdict: row["verdict"], channel: row["channel"],
+                               category: row["category"], note: row["note"]) { return .duplicate }
             try db.execute(sql: """
                 UPDATE number_reports SET channel = ?, verdict = ?, category = ?, note = ?, report_id = ?, last_seen = MAX(last_seen, ?)
                 WHERE number = ? AND reporter = ?

@@ -40,10 +40,7 @@ public final class PostgresReportStore: ReportStore {
                 return .new
             }
             let note = try sealedNote.map { String(decoding: try sealing.open([UInt8]($0), context: context), as: UTF8.self) }
-            if reportID == report.reportID || (verdict == report.verdict.rawValue && channel == report.channel.rawValue
-                                                && category == report.category && note == report.note) {
-                return .duplicate
-            }
+            if report.restates(reportID: reportID, verdict: verdict, channel: channel, category: category, note: note) { return .duplicate }
             try await connection.query("""
                 UPDATE number_reports SET channel = \(report.channel.rawValue), verdict = \(report.verdict.rawValue),
                     category = \(report.category), sealed_note = \(sealed), report_id = \(report.reportID),
