@@ -172,7 +172,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "PIRBench",
-            dependencies: ["BFV", "PIR"],
+            dependencies: ["BFV", "PIR", "LookupProtocol"],
             path: "bench/PIRBench",
             swiftSettings: strict),
         .target(

@@ -13,6 +13,12 @@ public final class NarrowKeySwitch: @unchecked Sendable {
     let keyRows: Int
     /// Gather tables of the expansion elements `2^k + 1` (see `cv_galois_table`).
     let galoisTables: [Int: [UInt32]]
+    /// The same elements as permutations of the evaluation points (`cv_galois_keyswitch32_eval`); empty when the
+    /// transforms of the moduli order their points differently (never for NTT-friendly primes).
+    let evaluationPermutations: [Int: [UInt32]]
+    /// Per shift `2^k < degree`: the evaluation form of `x^{−shift}` over the ciphertext moduli, then its Shoup
+    /// quotients (2 · rows · degree words), for `combineEvaluation`.
+    let monomials: [Int: [UInt32]]
     // Immutable after init; every pointer below is owned by this object and freed in deinit.
     private let storage: UnsafeMutableRawPointer
     private let params: UnsafeMutablePointer<cv_keyswitch_params>
@@ -66,12 +72,56 @@ public final class NarrowKeySwitch: @unchecked Sendable {
             element = 2 * element - 1
         }
         galoisTables = gathers
-        params = UnsafeMutablePointer<cv_keyswitch_params>.allocate(capacity: 1)
+        let params = UnsafeMutablePointer<cv_keyswitch_params>.allocate(capacity: 1)
         params.initialize(to: cv_keyswitch_params(
             n: n, l: l, moduli: modulusWords,
             fwd: pointers, fwd_shoup: pointers + m, inv: pointers + 2 * m, inv_shoup: pointers + 3 * m,
             inv_n: invN, inv_n_shoup: invNShoup, barrett32: barrett32,
             p_inv: pInv, p_inv_shoup: pInvShoup, half_mod_q: halfModQ))
+        self.params = params
+        // x^e in evaluation form over row r's modulus, fully reduced.
+        func transformed(power e: Int, row r: Int) -> [UInt32] {
+            var words = [UInt32](repeating: 0, count: n)
+            let q = modulusWords[r]
+            words[e % n] = (e / n) % 2 == 0 ? 1 : q - 1
+            words.withUnsafeMutableBufferPointer { cv_ntt32_forward($0.baseAddress, n, pointers[r], pointers[m + r], q) }
+            return words
+        }
+        // σ_g maps the value at point ψ^e to the value at ψ^{g·e}: find each point's g-th power among the points.
+        var permutations: [Int: [UInt32]] = [:]
+        let points = (0..<l).map { transformed(power: 1, row: $0) }
+        let index = (0..<l).map { r in Dictionary(points[r].enumerated().map { ($1, UInt32($0)) }, uniquingKeysWith: { a, _ in a }) }
+        for g in gathers.keys {
+            let perRow = (0..<l).map { r -> [UInt32]? in
+                let q = UInt64(modulusWords[r])
+                var perm = [UInt32](repeating: 0, count: n)
+                for (i, point) in points[r].enumerated() {
+                    var (base, e, power) = (UInt64(point), g, UInt64(1))
+                    while e > 0 {
+                        if e & 1 == 1 { power = power * base % q }
+                        base = base * base % q
+                        e >>= 1
+                    }
+                    guard let j = index[r][UInt32(power)] else { return nil }
+                    perm[i] = j
+                }
+                return perm
+            }
+            guard let first = perRow[0], perRow.allSatisfy({ $0 == first }) else { permutations = [:]; break }
+            permutations[g] = first
+        }
+        evaluationPermutations = index.allSatisfy({ $0.count == n }) ? permutations : [:]
+        var monomialTables: [Int: [UInt32]] = [:]
+        var shift = 1
+        while shift < n {
+            let rowsWords = (0..<l).flatMap { transformed(power: 2 * n - shift, row: $0) }
+            let shoup = rowsWords.enumerated().map { i, w in
+                UInt32(truncatingIfNeeded: (UInt64(w) << 32) / UInt64(modulusWords[i / n]))
+            }
+            monomialTables[shift] = rowsWords + shoup
+            shift <<= 1
+        }
+        monomials = monomialTables
     }
 
     deinit {
@@ -121,6 +171,47 @@ public final class NarrowKeySwitch: @unchecked Sendable {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Whether `applyGaloisEvaluation` and `combineEvaluation` serve the elements `2^k + 1`.
+    public var evaluationFormExpansion: Bool { !evaluationPermutations.isEmpty }
+
+    /// `applyGalois` on evaluation-form words (fully reduced in, fully reduced out): σ_g permutes the evaluation
+    /// points and only the digits and the special modulus visit coefficient form. Equals the transform of
+    /// `applyGalois`'s output word for word. Only for the expansion elements `2^k + 1`.
+    public func applyGaloisEvaluation(_ out: UnsafeMutablePointer<UInt32>, _ input: UnsafePointer<UInt32>,
+                                      element g: Int, key: KeySwitchKey, scratch: Scratch) throws {
+        guard let narrow = key.narrow, let shoup = key.narrowShoup, narrow.count == rows else {
+            throw HEError.incompatibleOperands("the key has no 32-bit form for \(rows) moduli")
+        }
+        guard let perm = evaluationPermutations[g] else {
+            throw HEError.incompatibleOperands("Galois element \(g) has no evaluation-form permutation")
+        }
+        Self.withPointers(narrow) { keys in
+            Self.withPointers(shoup) { shoups in
+                keys.withUnsafeBufferPointer { kp in
+                    shoups.withUnsafeBufferPointer { sp in
+                        perm.withUnsafeBufferPointer { t in
+                            cv_galois_keyswitch32_eval(out, input, t.baseAddress, params, kp.baseAddress, sp.baseAddress,
+                                                       keyRows, scratch.words)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `combine` on evaluation-form words (fully reduced in and out); `shift` a power of two below the degree.
+    public func combineEvaluation(even: UnsafeMutablePointer<UInt32>, odd: UnsafeMutablePointer<UInt32>,
+                                  c: UnsafePointer<UInt32>, r: UnsafePointer<UInt32>, shift: Int) throws {
+        guard let table = monomials[shift] else { throw HEError.incompatibleOperands("monomial shift \(shift)") }
+        let half = rows * degree
+        moduli.withUnsafeBufferPointer { m in
+            table.withUnsafeBufferPointer { t in
+                guard let base = t.baseAddress else { return }
+                cv_expand_combine32_eval(even, odd, c, r, degree, rows, m.baseAddress, base, base + half)
             }
         }
     }

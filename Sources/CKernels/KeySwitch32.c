@@ -95,10 +95,70 @@ ATTR static void NAME(uint32_t *restrict even, uint32_t *restrict odd, const uin
     }                                                                                                           \
 }
 
+// out[j] = in[perm[j]]: σ_g on evaluation-form words is a permutation of the evaluation points.
+#define CV_PERMUTE(NAME, ATTR)                                                                                  \
+ATTR static void NAME(uint32_t *restrict out, const uint32_t *restrict in, const uint32_t *restrict perm,        \
+                      size_t n) {                                                                               \
+    for (size_t j = 0; j < n; j++) out[j] = in[perm[j]];                                                        \
+}
+
+// The rounding correction of the division by p, coefficient form: z = half_q − ((x_p + ⌊p/2⌋) mod p mod q),
+// mod q. Added to x_i in evaluation form, it gives the coefficient-form `drop_special` after the transform.
+#define CV_DROP_CORRECTION(NAME, ATTR)                                                                          \
+ATTR static void NAME(uint32_t *restrict z, const uint32_t *restrict xp, size_t n, uint32_t q,                   \
+                      uint64_t q_barrett32, uint32_t p, uint32_t half, uint32_t half_q) {                       \
+    for (size_t j = 0; j < n; j++) {                                                                            \
+        uint32_t y = xp[j] + half;                                                                              \
+        y = y >= p ? y - p : y;                                                                                 \
+        uint32_t ym = (uint32_t)(((uint64_t)y * q_barrett32) >> 32);                                            \
+        ym = y - ym * q;                                                                                        \
+        ym = ym >= q ? ym - q : ym;                                                                             \
+        z[j] = half_q >= ym ? half_q - ym : half_q + q - ym;                                                    \
+    }                                                                                                           \
+}
+
+// Evaluation form: out = ((x + z) · p^{-1} mod q) (+ rot[perm] when rot is given), fully reduced; x below 2q,
+// z below q.
+#define CV_DROP_EVAL(NAME, ATTR)                                                                                \
+ATTR static void NAME(uint32_t *restrict out, const uint32_t *restrict x, const uint32_t *restrict z,            \
+                      const uint32_t *restrict rot, const uint32_t *restrict perm, size_t n, uint32_t q,         \
+                      uint32_t p_inv, uint32_t p_inv_shoup) {                                                   \
+    for (size_t j = 0; j < n; j++) {                                                                            \
+        uint32_t v = x[j] + z[j];                                                                               \
+        uint32_t qhat = (uint32_t)(((uint64_t)v * p_inv_shoup) >> 32);                                          \
+        uint32_t r = v * p_inv - qhat * q;                                                                      \
+        r = r >= q ? r - q : r;                                                                                 \
+        if (rot) {                                                                                              \
+            r += rot[perm[j]];                                                                                  \
+            r = r >= q ? r - q : r;                                                                             \
+        }                                                                                                       \
+        out[j] = r;                                                                                             \
+    }                                                                                                           \
+}
+
+// Evaluation form split: even = c + r, odd = (c − r) ⊙ mono (the transform of x^{−shift}), fully reduced.
+#define CV_COMBINE_EVAL(NAME, ATTR)                                                                             \
+ATTR static void NAME(uint32_t *restrict even, uint32_t *restrict odd, const uint32_t *restrict c,               \
+                      const uint32_t *restrict r, const uint32_t *restrict mono,                                 \
+                      const uint32_t *restrict mono_shoup, size_t n, uint32_t q) {                              \
+    for (size_t j = 0; j < n; j++) {                                                                            \
+        uint32_t s = c[j] + r[j];                                                                               \
+        even[j] = s >= q ? s - q : s;                                                                           \
+        uint32_t d = c[j] >= r[j] ? c[j] - r[j] : c[j] + q - r[j];                                              \
+        uint32_t qhat = (uint32_t)(((uint64_t)d * mono_shoup[j]) >> 32);                                        \
+        uint32_t o = d * mono[j] - qhat * q;                                                                    \
+        odd[j] = o >= q ? o - q : o;                                                                            \
+    }                                                                                                           \
+}
+
 CV_DIGIT_PRODUCTS(digit_products_portable, )
 CV_GALOIS(galois_portable, )
 CV_DROP_SPECIAL(drop_special_portable, )
 CV_COMBINE(combine_portable, )
+CV_PERMUTE(permute_portable, )
+CV_DROP_CORRECTION(drop_correction_portable, )
+CV_DROP_EVAL(drop_eval_portable, )
+CV_COMBINE_EVAL(combine_eval_portable, )
 
 #if defined(__x86_64__)
 #define AVX512 __attribute__((target("avx512f")))
@@ -106,6 +166,10 @@ CV_DIGIT_PRODUCTS(digit_products_avx512, AVX512)
 CV_GALOIS(galois_avx512, AVX512)
 CV_DROP_SPECIAL(drop_special_avx512, AVX512)
 CV_COMBINE(combine_avx512, AVX512)
+CV_PERMUTE(permute_avx512, AVX512)
+CV_DROP_CORRECTION(drop_correction_avx512, AVX512)
+CV_DROP_EVAL(drop_eval_avx512, AVX512)
+CV_COMBINE_EVAL(combine_eval_avx512, AVX512)
 #define CV_PICK(name) (cv_active_level() >= CV_LEVEL_AVX512 ? name##_avx512 : name##_portable)
 #else
 #define CV_PICK(name) name##_portable
@@ -186,6 +250,77 @@ void cv_expand_combine32(uint32_t *even, uint32_t *odd, const uint32_t *c, const
         for (size_t row = 0; row < l; row++) {
             const size_t o = (poly * l + row) * n;
             combine(even + o, odd + o, c + o, r + o, n, moduli[row], shift);
+        }
+    }
+}
+
+void cv_galois_keyswitch32_eval(uint32_t *out, const uint32_t *in, const uint32_t *perm,
+                                const cv_keyswitch_params *pp, const uint32_t *const *key,
+                                const uint32_t *const *key_shoup, size_t key_rows, uint32_t *scratch32) {
+    const size_t n = pp->n, l = pp->l;
+    uint32_t *rot1 = scratch32;                 // σ(c1), evaluation form, l rows
+    uint32_t *coef = rot1 + l * n;              // σ(c1), coefficient form: the digits, l rows
+    uint32_t *ks = coef + l * n;                // key-switch output: 2 × (l + 1) rows
+    uint32_t *digit = ks + 2 * (l + 1) * n;     // one digit row, then one correction row
+    void (*permute)(uint32_t *, const uint32_t *, const uint32_t *, size_t) = CV_PICK(permute);
+    for (size_t j = 0; j < l; j++) {
+        permute(rot1 + j * n, in + (l + j) * n, perm, n);
+        memcpy(coef + j * n, rot1 + j * n, n * sizeof(uint32_t));
+        cv_ntt32_inverse(coef + j * n, n, pp->inv[j], pp->inv_shoup[j], pp->moduli[j], pp->inv_n[j],
+                         pp->inv_n_shoup[j]);
+    }
+    void (*products)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *,
+                     const uint32_t *, size_t, uint32_t, int) = CV_PICK(digit_products);
+    for (size_t k = 0; k <= l; k++) {
+        const size_t key_row = k < l ? k : key_rows - 1;
+        const uint32_t m = pp->moduli[k];
+        uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
+        for (size_t j = 0; j < l; j++) {
+            const uint32_t *d;
+            if (j == k) {
+                d = rot1 + j * n;  // digit j over its own modulus: σ(c1)'s row j, already transformed
+            } else {
+                const uint32_t *src = coef + j * n;
+                if ((uint64_t)pp->moduli[j] >= 4 * (uint64_t)m) {
+                    for (size_t i = 0; i < n; i++) digit[i] = reduce_small(src[i], m, pp->barrett32[k]);
+                } else {
+                    memcpy(digit, src, n * sizeof(uint32_t));
+                }
+                cv_ntt32_forward(digit, n, pp->fwd[k], pp->fwd_shoup[k], m);
+                d = digit;
+            }
+            const uint32_t *kj = key[j], *kjs = key_shoup[j];
+            products(o0, o1, d, kj + key_row * n, kjs + key_row * n, kj + (key_rows + key_row) * n,
+                     kjs + (key_rows + key_row) * n, n, m, j == 0);
+        }
+    }
+    // Divide by p with rounding: the p rows to coefficient form, their corrections to each q_i's evaluation form;
+    // c0 gains σ(c0), permuted on the way.
+    void (*correction)(uint32_t *, const uint32_t *, size_t, uint32_t, uint64_t, uint32_t, uint32_t, uint32_t) =
+        CV_PICK(drop_correction);
+    void (*drop)(uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, size_t, uint32_t,
+                 uint32_t, uint32_t) = CV_PICK(drop_eval);
+    const uint32_t p = pp->moduli[l];
+    for (size_t poly = 0; poly < 2; poly++) {
+        uint32_t *x = ks + poly * (l + 1) * n;
+        cv_ntt32_inverse(x + l * n, n, pp->inv[l], pp->inv_shoup[l], p, pp->inv_n[l], pp->inv_n_shoup[l]);
+        for (size_t i = 0; i < l; i++) {
+            correction(digit, x + l * n, n, pp->moduli[i], pp->barrett32[i], p, p / 2, pp->half_mod_q[i]);
+            cv_ntt32_forward(digit, n, pp->fwd[i], pp->fwd_shoup[i], pp->moduli[i]);
+            drop(out + (poly * l + i) * n, x + i * n, digit, poly == 0 ? in + i * n : 0, perm, n, pp->moduli[i],
+                 pp->p_inv[i], pp->p_inv_shoup[i]);
+        }
+    }
+}
+
+void cv_expand_combine32_eval(uint32_t *even, uint32_t *odd, const uint32_t *c, const uint32_t *r, size_t n, size_t l,
+                              const uint32_t *moduli, const uint32_t *mono, const uint32_t *mono_shoup) {
+    void (*combine)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *,
+                    size_t, uint32_t) = CV_PICK(combine_eval);
+    for (size_t poly = 0; poly < 2; poly++) {
+        for (size_t row = 0; row < l; row++) {
+            const size_t o = (poly * l + row) * n;
+            combine(even + o, odd + o, c + o, r + o, mono + row * n, mono_shoup + row * n, n, moduli[row]);
         }
     }
 }

@@ -182,8 +182,8 @@ public struct MulPirServer: Sendable {
         return (0..<queries.count).map { i in Array(replies[(i * calls)..<((i + 1) * calls)]) }
     }
 
-    /// The 32-bit path: expansion leaves stay 32-bit words, row selectors go to evaluation form in place and
-    /// straight into the scan's layout; only the second dimension's selectors become `Ciphertext`s.
+    /// The 32-bit path: expansion runs in evaluation form and its leaves stay 32-bit words, the row selectors
+    /// go straight into the scan's layout and the second dimension's selectors into the tensor kernel.
     private func computeNarrow(queries: [(query: [Ciphertext], pirCalls: Int, evaluationKey: EvaluationKey)],
                                kernel: NarrowKeySwitch, timings: inout ServerTimings, lap: () -> Double) throws
         -> [[[Ciphertext]]] {
@@ -195,26 +195,18 @@ public struct MulPirServer: Sendable {
         let expanded: [[[UInt32]]] = try concurrentMap(queries.count) { i in
             let expansion = QueryExpansion(context: context, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
             return try expandEach(queries[i].query) { ct, count in
-                guard let leaves = try expansion.expandWords(ct, count: count) else {
+                guard let leaves = try expansion.expandWords(ct, count: count, evaluationForm: true) else {
                     throw PIRError.invalidQuery("query ciphertexts do not fit the 32-bit expansion")
                 }
                 return leaves
             }
         }
-        // Row selectors to evaluation form in place and into the scan's layout: producing the selectors the
-        // database pass reads, timed with the expansion.
+        // The leaves come out in evaluation form; the row selectors go into the scan's layout, timed with the
+        // expansion.
         let passes = self.passes
         let passPairs = passes.map { calls in queries.indices.flatMap { i in calls.map { j in (i, j) } } }
-        let passSelectors: [[[[UInt32]]]] = try passPairs.map { pairs in
-            let flat = try concurrentMap(pairs.count * d0) { task in
-                let (i, j) = pairs[task / d0]
-                var words = expanded[i][j * s + task % d0]
-                words.withUnsafeMutableBufferPointer { w in
-                    if let base = w.baseAddress { kernel.forwardNTT(base) }
-                }
-                return words
-            }
-            return pairs.indices.map { k in Array(flat[(k * d0)..<((k + 1) * d0)]) }
+        let passSelectors: [[[[UInt32]]]] = passPairs.map { pairs in
+            pairs.map { i, j in Array(expanded[i][(j * s)..<(j * s + d0)]) }
         }
         let first = FirstDimension(context: context, parameters: p, threads: threads)
         let packed = try passSelectors.map { try first.pack(selectorWords: $0) }
@@ -232,7 +224,7 @@ public struct MulPirServer: Sendable {
         }
         timings.firstDimension += lap()
         timings.scannedBytes += databaseBytes / max(tables.count, 1) * passes.count
-        // 3. Second dimension and modulus switch, one task per (query, PIR call): selector (coefficient form) ×
+        // 3. Second dimension and modulus switch, one task per (query, PIR call): selector (evaluation form) ×
         //    column (evaluation form) products summed on 32-bit words, one scaling, one relinearization.
         let firstDimension = columns
         defer { timings.secondDimension += lap() }
@@ -245,7 +237,7 @@ public struct MulPirServer: Sendable {
                 let cols = firstDimension[i][j][chunk]
                 let reply: Ciphertext
                 if twoDimensional {
-                    let pairs = zip(selectors, cols).map { (a: $0[...], aEval: false, b: $1, bEval: true) }
+                    let pairs = zip(selectors, cols).map { (a: $0[...], aEval: true, b: $1, bEval: true) }
                     let product = try sumOfProducts(pairs) { try context.multiplyAccumulate(words: $0) }
                     reply = try context.relinearize(product, key: queries[i].evaluationKey)
                 } else {

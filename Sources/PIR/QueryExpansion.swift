@@ -47,9 +47,11 @@ public struct QueryExpansion: Sendable {
                           threads: threads)
     }
 
-    /// Expands one query ciphertext into `count` outputs as 32-bit coefficient-form words (2 polynomials × rows ×
-    /// N each, see `NarrowKeySwitch`), or nil when the parameters have no 32-bit kernel.
-    public func expandWords(_ ciphertext: Ciphertext, count: Int) throws -> [[UInt32]]? {
+    /// Expands one query ciphertext into `count` outputs as 32-bit words (2 polynomials × rows × N each, see
+    /// `NarrowKeySwitch`), or nil when the parameters have no 32-bit kernel. With `evaluationForm` the tree runs
+    /// in evaluation form from the root (one transform of the query) and the outputs come out transformed, as
+    /// the database pass reads them: the leaves' own transforms are saved. Both forms give the same outputs.
+    public func expandWords(_ ciphertext: Ciphertext, count: Int, evaluationForm: Bool = false) throws -> [[UInt32]]? {
         guard count >= 1, count <= context.degree else { throw PIRError.invalidQuery("expansion to \(count) outputs") }
         guard let kernel = context.narrowKeySwitch, ciphertext.polys.count == 2,
               ciphertext.moduliCount == kernel.rows else { return nil }
@@ -60,15 +62,27 @@ public struct QueryExpansion: Sendable {
         for (poly, p) in c.polys.enumerated() {
             for i in 0..<(rows * n) { root[poly * rows * n + i] = UInt32(truncatingIfNeeded: p.data[i]) }
         }
-        return try expandNarrow(root, count: count, level: 1, height: ceilLog2(count), threads: threads,
-                                kernel: kernel, scratch: kernel.makeScratch())
+        let evaluation = evaluationForm && kernel.evaluationFormExpansion
+        if evaluation {
+            root.withUnsafeMutableBufferPointer { if let base = $0.baseAddress { kernel.forwardNTT(base) } }
+        }
+        let leaves = try expandNarrow(root, count: count, level: 1, height: ceilLog2(count), threads: threads,
+                                      kernel: kernel, scratch: kernel.makeScratch(), evaluation: evaluation)
+        guard evaluationForm, !evaluation else { return leaves }
+        // No evaluation-form permutations for these moduli: transform the coefficient-form leaves.
+        return leaves.map { leaf in
+            var words = leaf
+            words.withUnsafeMutableBufferPointer { if let base = $0.baseAddress { kernel.forwardNTT(base) } }
+            return words
+        }
     }
 
     private func expandNarrow(_ c: [UInt32], count: Int, level: Int, height: Int, threads: Int,
-                              kernel: NarrowKeySwitch, scratch: NarrowKeySwitch.Scratch) throws -> [[UInt32]] {
+                              kernel: NarrowKeySwitch, scratch: NarrowKeySwitch.Scratch, evaluation: Bool) throws
+        -> [[UInt32]] {
         if count == 1 {
             guard level <= height else { return [c] }
-            // The last level's doubling: c + c.
+            // The last level's doubling: c + c (the same in either form).
             let n = context.degree
             var doubled = c
             for poly in 0..<2 {
@@ -84,7 +98,7 @@ public struct QueryExpansion: Sendable {
         }
         let second = count / 2
         let first = count - second
-        let (p0, p1) = try splitNarrow(c, level: level, kernel: kernel, scratch: scratch)
+        let (p0, p1) = try splitNarrow(c, level: level, kernel: kernel, scratch: scratch, evaluation: evaluation)
         let a: [[UInt32]]
         let b: [[UInt32]]
         if threads > 1, count >= 4 {
@@ -93,22 +107,23 @@ public struct QueryExpansion: Sendable {
             DispatchQueue.concurrentPerform(iterations: 2) { i in
                 slots.set(i, Result {
                     try expandNarrow(halves[i].0, count: halves[i].1, level: level + 1, height: height,
-                                     threads: threads / 2, kernel: kernel, scratch: kernel.makeScratch())
+                                     threads: threads / 2, kernel: kernel, scratch: kernel.makeScratch(),
+                                     evaluation: evaluation)
                 })
             }
             let results = try slots.values()
             (a, b) = (results[0], results[1])
         } else {
             a = try expandNarrow(p0, count: first, level: level + 1, height: height, threads: 1, kernel: kernel,
-                                 scratch: scratch)
+                                 scratch: scratch, evaluation: evaluation)
             b = try expandNarrow(p1, count: second, level: level + 1, height: height, threads: 1, kernel: kernel,
-                                 scratch: scratch)
+                                 scratch: scratch, evaluation: evaluation)
         }
         return Self.interleave(a, b)
     }
 
     private func splitNarrow(_ c: [UInt32], level: Int, kernel: NarrowKeySwitch,
-                             scratch: NarrowKeySwitch.Scratch) throws -> ([UInt32], [UInt32]) {
+                             scratch: NarrowKeySwitch.Scratch, evaluation: Bool) throws -> ([UInt32], [UInt32]) {
         let (g, repetitions) = try plan(level: level)
         guard let key = evaluationKey.galoisKeys[g] else { throw PIRError.missingEvaluationKey("Galois key \(g)") }
         let words = kernel.ciphertextWords
@@ -119,20 +134,29 @@ public struct QueryExpansion: Sendable {
             try rotated.withUnsafeBufferPointer { src in
                 try spare.withUnsafeMutableBufferPointer { dst in
                     guard let s = src.baseAddress, let d = dst.baseAddress else { return }
-                    try kernel.applyGalois(d, s, element: g, key: key, scratch: scratch)
+                    if evaluation {
+                        try kernel.applyGaloisEvaluation(d, s, element: g, key: key, scratch: scratch)
+                    } else {
+                        try kernel.applyGalois(d, s, element: g, key: key, scratch: scratch)
+                    }
                 }
             }
             swap(&rotated, &spare)
         }
-        var even = spare
+        // Every word of both outputs is written by the combine kernel before it is read.
+        var even = [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words }
         var odd = [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words }
-        c.withUnsafeBufferPointer { cp in
-            rotated.withUnsafeBufferPointer { rp in
-                even.withUnsafeMutableBufferPointer { ep in
-                    odd.withUnsafeMutableBufferPointer { op in
+        try c.withUnsafeBufferPointer { cp in
+            try rotated.withUnsafeBufferPointer { rp in
+                try even.withUnsafeMutableBufferPointer { ep in
+                    try odd.withUnsafeMutableBufferPointer { op in
                         guard let cb = cp.baseAddress, let rb = rp.baseAddress, let eb = ep.baseAddress,
                               let ob = op.baseAddress else { return }
-                        kernel.combine(even: eb, odd: ob, c: cb, r: rb, shift: 1 << (level - 1))
+                        if evaluation {
+                            try kernel.combineEvaluation(even: eb, odd: ob, c: cb, r: rb, shift: 1 << (level - 1))
+                        } else {
+                            kernel.combine(even: eb, odd: ob, c: cb, r: rb, shift: 1 << (level - 1))
+                        }
                     }
                 }
             }

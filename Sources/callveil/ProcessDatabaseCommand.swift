@@ -125,12 +125,18 @@ struct ProcessDatabaseCommand: ParsableCommand {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         let manifest = report.manifest
+        // The upload this output asks of every device: one key for the union of the shards' Galois elements.
+        let keyConfig = EvaluationKeyConfig(galoisElements: Set(manifest.shards.flatMap(\.galoisElements)).sorted(),
+                                            hasRelinearizationKey: true)
+        let keyBytes = try keyConfig.serializedKeyBytes(context: Context(parameters: options.processingOptions().encryption))
         writeStderr("""
             processed \(manifest.rows) rows into \(manifest.shards.count) shard(s) in \(String(format: "%.1f", seconds)) s \
             (read \(String(format: "%.1f", report.readSeconds)) s, build \(String(format: "%.1f", report.buildSeconds)) s, \
             \(Int(Double(manifest.rows) / max(seconds, 1e-9))) rows/s); rebuilt \(report.rebuilt.count), kept \
             \(manifest.shards.count - report.rebuilt.count), plaintexts encoded \(report.plaintextsEncoded); wrote \(report.bytesWritten) bytes; config id \(manifest.configID.prefix(16))…; \
             manifest \(output)/\(DatasetManifest.fileName(stem: manifest.stem))
+            evaluation key a device uploads: \(keyBytes) bytes (\(keyConfig.galoisElements.count) Galois keys and \
+            the relinearization key, key compression \(options.keyCompression))
 
             """)
     }

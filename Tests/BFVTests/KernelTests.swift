@@ -95,6 +95,65 @@ struct KernelTests {
         }
     }
 
+    @Test("evaluation-form key switch and split equal the coefficient-form ones transformed, at every level")
+    func galoisKeySwitchEvaluation() throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let kernel = try #require(context.narrowKeySwitch)
+        #expect(kernel.evaluationFormExpansion)
+        let secretKey = SecretKey(context: context)
+        let n = context.degree
+        let elements = [n + 1, n / 2 + 1, 17, 3]
+        let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: elements, hasRelinearizationKey: false),
+                                    secretKey: secretKey)
+        var rng = TestRandom()
+        let values = (0..<n).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
+        let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: .coeff)
+        let input = ct.polys.flatMap { $0.data.map { UInt32($0) } }
+        func transformed(_ words: [UInt32]) -> [UInt32] {
+            var w = words
+            w.withUnsafeMutableBufferPointer { kernel.forwardNTT($0.baseAddress!) }
+            return w
+        }
+        let inputEval = transformed(input)
+        for g in elements {
+            let ksk = try #require(key.galoisKeys[g])
+            let results = try Self.atEveryLevel { () -> ([UInt32], [UInt32]) in
+                var coeff = [UInt32](repeating: 0, count: kernel.ciphertextWords)
+                var eval = [UInt32](repeating: 0, count: kernel.ciphertextWords)
+                try input.withUnsafeBufferPointer { src in
+                    try coeff.withUnsafeMutableBufferPointer { dst in
+                        try kernel.applyGalois(dst.baseAddress!, src.baseAddress!, element: g, key: ksk,
+                                               scratch: kernel.makeScratch())
+                    }
+                }
+                try inputEval.withUnsafeBufferPointer { src in
+                    try eval.withUnsafeMutableBufferPointer { dst in
+                        try kernel.applyGaloisEvaluation(dst.baseAddress!, src.baseAddress!, element: g, key: ksk,
+                                                         scratch: kernel.makeScratch())
+                    }
+                }
+                return (transformed(coeff), eval)
+            }
+            for (expected, eval) in results {
+                #expect(eval == expected, "element \(g)")
+                #expect(eval == results[0].1, "element \(g): levels differ")
+            }
+        }
+        // The split: even = c + r, odd = (c − r)·x^{−shift}, in both forms.
+        let other = transformed(input.reversed().map { $0 % kernel.moduli[0] })
+        let otherCoeff = input.reversed().map { $0 % kernel.moduli[0] }
+        for shift in [1, 2, 64, n / 2] {
+            let outputs = try Self.atEveryLevel { () -> Bool in
+                var even = [UInt32](repeating: 0, count: kernel.ciphertextWords), odd = even
+                var evenEval = even, oddEval = even
+                kernel.combine(even: &even, odd: &odd, c: input, r: otherCoeff, shift: shift)
+                try kernel.combineEvaluation(even: &evenEval, odd: &oddEval, c: inputEval, r: other, shift: shift)
+                return transformed(even) == evenEval && transformed(odd) == oddEval
+            }
+            #expect(outputs.allSatisfy { $0 }, "shift \(shift)")
+        }
+    }
+
     @Test("scan block: every level equals the plain sum of products mod q", arguments: [1, 2, 3, 4, 7])
     func scanBlock(streams: Int) throws {
         var rng = TestRandom()

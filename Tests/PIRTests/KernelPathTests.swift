@@ -40,4 +40,29 @@ struct KernelPathTests {
             #expect(try client.decrypt(replies: fused, keyword: keyword, secretKey: sk) == expected)
         }
     }
+
+    @Test("expansion in evaluation form equals the coefficient-form expansion transformed", arguments: KeyCompression.allCases)
+    func evaluationFormExpansion(compression: KeyCompression) throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let kernel = try #require(context.narrowKeySwitch)
+        let sk = SecretKey(context: context)
+        let count = 37
+        let elements = MulPirParameters.galoisElements(expandedCount: count, degree: context.degree, compression: compression)
+        let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: elements, hasRelinearizationKey: false),
+                                    secretKey: sk)
+        var rng = TestRandom()
+        let values = (0..<context.degree).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
+        let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: sk)
+        for threads in [1, 2] {
+            let expansion = QueryExpansion(context: context, evaluationKey: key, threads: threads)
+            let coeff = try #require(try expansion.expandWords(ct, count: count))
+            let eval = try #require(try expansion.expandWords(ct, count: count, evaluationForm: true))
+            #expect(eval.count == count)
+            for (c, e) in zip(coeff, eval) {
+                var t = c
+                t.withUnsafeMutableBufferPointer { kernel.forwardNTT($0.baseAddress!) }
+                #expect(t == e, "\(compression), \(threads) threads")
+            }
+        }
+    }
 }
