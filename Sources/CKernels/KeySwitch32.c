@@ -161,15 +161,47 @@ CV_DROP_EVAL(drop_eval_portable, )
 CV_COMBINE_EVAL(combine_eval_portable, )
 
 #if defined(__x86_64__)
-#define AVX512 __attribute__((target("avx512f")))
-CV_DIGIT_PRODUCTS(digit_products_avx512, AVX512)
+#include "Lanes32.h"
+
+// The digit products and the evaluation-form split written with the shared lane helpers (the compiler's own
+// vectorization of the 64-bit Shoup products above spends several shuffles per product).
+AVX512 static void digit_products_avx512(uint32_t *restrict a0, uint32_t *restrict a1, const uint32_t *restrict d,
+                                         const uint32_t *restrict k0, const uint32_t *restrict k0s,
+                                         const uint32_t *restrict k1, const uint32_t *restrict k1s, size_t n,
+                                         uint32_t m, int first) {
+    const __m512i vm = _mm512_set1_epi32((int)m), v2m = _mm512_set1_epi32((int)(2 * m));
+    for (size_t i = 0; i < n; i += 16) {
+        const __m512i v = _mm512_loadu_si512(d + i);
+        __m512i x0 = vmul_shoup_lazy(v, _mm512_loadu_si512(k0 + i), _mm512_loadu_si512(k0s + i), vm);
+        __m512i x1 = vmul_shoup_lazy(v, _mm512_loadu_si512(k1 + i), _mm512_loadu_si512(k1s + i), vm);
+        if (!first) {
+            x0 = _mm512_add_epi32(x0, _mm512_loadu_si512(a0 + i));
+            x1 = _mm512_add_epi32(x1, _mm512_loadu_si512(a1 + i));
+        }
+        _mm512_storeu_si512(a0 + i, vmin_sub(x0, v2m));
+        _mm512_storeu_si512(a1 + i, vmin_sub(x1, v2m));
+    }
+}
+
+AVX512 static void combine_eval_avx512(uint32_t *restrict even, uint32_t *restrict odd, const uint32_t *restrict c,
+                                       const uint32_t *restrict r, const uint32_t *restrict mono,
+                                       const uint32_t *restrict mono_shoup, size_t n, uint32_t q) {
+    const __m512i vq = _mm512_set1_epi32((int)q);
+    for (size_t j = 0; j < n; j += 16) {
+        const __m512i cv = _mm512_loadu_si512(c + j), rv = _mm512_loadu_si512(r + j);
+        _mm512_storeu_si512(even + j, vmin_sub(_mm512_add_epi32(cv, rv), vq));
+        const __m512i d = vmin_sub(_mm512_sub_epi32(_mm512_add_epi32(cv, vq), rv), vq);
+        const __m512i o = vmul_shoup_lazy(d, _mm512_loadu_si512(mono + j), _mm512_loadu_si512(mono_shoup + j), vq);
+        _mm512_storeu_si512(odd + j, vmin_sub(o, vq));
+    }
+}
+
 CV_GALOIS(galois_avx512, AVX512)
 CV_DROP_SPECIAL(drop_special_avx512, AVX512)
 CV_COMBINE(combine_avx512, AVX512)
 CV_PERMUTE(permute_avx512, AVX512)
 CV_DROP_CORRECTION(drop_correction_avx512, AVX512)
 CV_DROP_EVAL(drop_eval_avx512, AVX512)
-CV_COMBINE_EVAL(combine_eval_avx512, AVX512)
 #define CV_PICK(name) (cv_active_level() >= CV_LEVEL_AVX512 ? name##_avx512 : name##_portable)
 #else
 #define CV_PICK(name) name##_portable

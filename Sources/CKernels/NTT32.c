@@ -52,24 +52,7 @@ static void ntt32_inverse_portable(uint32_t *a, size_t n, const uint32_t *w, con
 }
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-#define AVX512 __attribute__((target("avx512f")))
-
-// High 32 bits of the lane-wise 32 × 32-bit products: even lanes from one pmuludq, odd lanes from another.
-AVX512 static inline __m512i mulhi32(__m512i a, __m512i b) {
-    __m512i even = _mm512_mul_epu32(a, b);
-    __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
-    return _mm512_mask_mov_epi32(_mm512_srli_epi64(even, 32), 0xAAAA, odd);
-}
-
-AVX512 static inline __m512i vmul_shoup_lazy(__m512i v, __m512i w, __m512i ws, __m512i q) {
-    __m512i qhat = mulhi32(v, ws);
-    return _mm512_sub_epi32(_mm512_mullo_epi32(v, w), _mm512_mullo_epi32(qhat, q));
-}
-
-AVX512 static inline __m512i vmin_sub(__m512i x, __m512i m) {
-    return _mm512_min_epu32(x, _mm512_sub_epi32(x, m));
-}
+#include "Lanes32.h"
 
 // Register permutations between the layouts of the last five forward stages (t = 16 → 8 → 4 → 2 → 1 → natural
 // order) and the first five inverse stages (natural → t = 1 → 2 → 4 → 8 → 16), generated from the layout rule
@@ -147,51 +130,65 @@ AVX512 static void ntt32_forward_avx512(uint32_t *a, size_t n, const uint32_t *w
             }
         }
     }
-    // The last five stages (t = 16 … 1) run in registers on each 32-word block.
-    for (size_t b = 0; b < n; b += 32) {
-        __m512i x = _mm512_loadu_si512(a + b), y = _mm512_loadu_si512(a + b + 16);
+    // The last five stages (t = 16 … 1) run in registers, two 32-word blocks at a time for parallelism.
+    for (size_t b = 0; b < n; b += 64) {
+        __m512i x0 = _mm512_loadu_si512(a + b), y0 = _mm512_loadu_si512(a + b + 16);
+        __m512i x1 = _mm512_loadu_si512(a + b + 32), y1 = _mm512_loadu_si512(a + b + 48);
         const size_t g16 = n / 32 + b / 32;
-        forward_butterfly(&x, &y, _mm512_set1_epi32((int)w[g16]), _mm512_set1_epi32((int)ws[g16]), vq, v2q);
+        forward_butterfly(&x0, &y0, _mm512_set1_epi32((int)w[g16]), _mm512_set1_epi32((int)ws[g16]), vq, v2q);
+        forward_butterfly(&x1, &y1, _mm512_set1_epi32((int)w[g16 + 1]), _mm512_set1_epi32((int)ws[g16 + 1]), vq, v2q);
         for (int step = 0; step < 4; step++) {
             const int log_t = 3 - step;
             const size_t tt = (size_t)1 << log_t;
-            __m512i nx = _mm512_permutex2var_epi32(x, load_index(fused_forward[step][0]), y);
-            __m512i ny = _mm512_permutex2var_epi32(x, load_index(fused_forward[step][1]), y);
-            __m512i tw, tws;
-            lane_twiddles(w, ws, n / (2 * tt) + b / (2 * tt), log_t, &tw, &tws);
-            forward_butterfly(&nx, &ny, tw, tws, vq, v2q);
-            x = nx;
-            y = ny;
+            const __m512i i0 = load_index(fused_forward[step][0]), i1 = load_index(fused_forward[step][1]);
+            __m512i nx0 = _mm512_permutex2var_epi32(x0, i0, y0), ny0 = _mm512_permutex2var_epi32(x0, i1, y0);
+            __m512i nx1 = _mm512_permutex2var_epi32(x1, i0, y1), ny1 = _mm512_permutex2var_epi32(x1, i1, y1);
+            __m512i tw0, tws0, tw1, tws1;
+            lane_twiddles(w, ws, n / (2 * tt) + b / (2 * tt), log_t, &tw0, &tws0);
+            lane_twiddles(w, ws, n / (2 * tt) + (b + 32) / (2 * tt), log_t, &tw1, &tws1);
+            forward_butterfly(&nx0, &ny0, tw0, tws0, vq, v2q);
+            forward_butterfly(&nx1, &ny1, tw1, tws1, vq, v2q);
+            x0 = nx0; y0 = ny0; x1 = nx1; y1 = ny1;
         }
-        x = vmin_sub(vmin_sub(x, v2q), vq);
-        y = vmin_sub(vmin_sub(y, v2q), vq);
-        _mm512_storeu_si512(a + b, _mm512_permutex2var_epi32(x, load_index(fused_forward[4][0]), y));
-        _mm512_storeu_si512(a + b + 16, _mm512_permutex2var_epi32(x, load_index(fused_forward[4][1]), y));
+        const __m512i o0 = load_index(fused_forward[4][0]), o1 = load_index(fused_forward[4][1]);
+        x0 = vmin_sub(vmin_sub(x0, v2q), vq); y0 = vmin_sub(vmin_sub(y0, v2q), vq);
+        x1 = vmin_sub(vmin_sub(x1, v2q), vq); y1 = vmin_sub(vmin_sub(y1, v2q), vq);
+        _mm512_storeu_si512(a + b, _mm512_permutex2var_epi32(x0, o0, y0));
+        _mm512_storeu_si512(a + b + 16, _mm512_permutex2var_epi32(x0, o1, y0));
+        _mm512_storeu_si512(a + b + 32, _mm512_permutex2var_epi32(x1, o0, y1));
+        _mm512_storeu_si512(a + b + 48, _mm512_permutex2var_epi32(x1, o1, y1));
     }
 }
 
 AVX512 static void ntt32_inverse_avx512(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
                                         uint32_t inv_n, uint32_t inv_n_shoup) {
     const __m512i vq = _mm512_set1_epi32((int)q), v2q = _mm512_set1_epi32((int)(2 * q));
-    // The first five stages (t = 1 … 16) run in registers on each 32-word block.
-    for (size_t b = 0; b < n; b += 32) {
-        __m512i va = _mm512_loadu_si512(a + b), vb = _mm512_loadu_si512(a + b + 16);
-        __m512i x = _mm512_permutex2var_epi32(va, load_index(fused_inverse[0][0]), vb);
-        __m512i y = _mm512_permutex2var_epi32(va, load_index(fused_inverse[0][1]), vb);
+    // The first five stages (t = 1 … 16) run in registers, two 32-word blocks at a time for parallelism.
+    for (size_t b = 0; b < n; b += 64) {
+        const __m512i p0 = load_index(fused_inverse[0][0]), p1 = load_index(fused_inverse[0][1]);
+        __m512i va0 = _mm512_loadu_si512(a + b), vb0 = _mm512_loadu_si512(a + b + 16);
+        __m512i va1 = _mm512_loadu_si512(a + b + 32), vb1 = _mm512_loadu_si512(a + b + 48);
+        __m512i x0 = _mm512_permutex2var_epi32(va0, p0, vb0), y0 = _mm512_permutex2var_epi32(va0, p1, vb0);
+        __m512i x1 = _mm512_permutex2var_epi32(va1, p0, vb1), y1 = _mm512_permutex2var_epi32(va1, p1, vb1);
         for (int log_t = 0; log_t < 4; log_t++) {
             const size_t tt = (size_t)1 << log_t;
-            __m512i tw, tws;
-            lane_twiddles(w, ws, n / (2 * tt) + b / (2 * tt), log_t, &tw, &tws);
-            inverse_butterfly(&x, &y, tw, tws, vq, v2q);
-            __m512i nx = _mm512_permutex2var_epi32(x, load_index(fused_inverse[log_t + 1][0]), y);
-            __m512i ny = _mm512_permutex2var_epi32(x, load_index(fused_inverse[log_t + 1][1]), y);
-            x = nx;
-            y = ny;
+            __m512i tw0, tws0, tw1, tws1;
+            lane_twiddles(w, ws, n / (2 * tt) + b / (2 * tt), log_t, &tw0, &tws0);
+            lane_twiddles(w, ws, n / (2 * tt) + (b + 32) / (2 * tt), log_t, &tw1, &tws1);
+            inverse_butterfly(&x0, &y0, tw0, tws0, vq, v2q);
+            inverse_butterfly(&x1, &y1, tw1, tws1, vq, v2q);
+            const __m512i i0 = load_index(fused_inverse[log_t + 1][0]), i1 = load_index(fused_inverse[log_t + 1][1]);
+            __m512i nx0 = _mm512_permutex2var_epi32(x0, i0, y0), ny0 = _mm512_permutex2var_epi32(x0, i1, y0);
+            __m512i nx1 = _mm512_permutex2var_epi32(x1, i0, y1), ny1 = _mm512_permutex2var_epi32(x1, i1, y1);
+            x0 = nx0; y0 = ny0; x1 = nx1; y1 = ny1;
         }
         const size_t g16 = n / 32 + b / 32;
-        inverse_butterfly(&x, &y, _mm512_set1_epi32((int)w[g16]), _mm512_set1_epi32((int)ws[g16]), vq, v2q);
-        _mm512_storeu_si512(a + b, x);
-        _mm512_storeu_si512(a + b + 16, y);
+        inverse_butterfly(&x0, &y0, _mm512_set1_epi32((int)w[g16]), _mm512_set1_epi32((int)ws[g16]), vq, v2q);
+        inverse_butterfly(&x1, &y1, _mm512_set1_epi32((int)w[g16 + 1]), _mm512_set1_epi32((int)ws[g16 + 1]), vq, v2q);
+        _mm512_storeu_si512(a + b, x0);
+        _mm512_storeu_si512(a + b + 16, y0);
+        _mm512_storeu_si512(a + b + 32, x1);
+        _mm512_storeu_si512(a + b + 48, y1);
     }
     // Stages with t ≥ 32 stream through memory.
     size_t t = 32;
@@ -219,7 +216,7 @@ AVX512 static void ntt32_inverse_avx512(uint32_t *a, size_t n, const uint32_t *w
 
 void cv_ntt32_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
 #if defined(__x86_64__)
-    if (n >= 32 && cv_active_level() >= CV_LEVEL_AVX512) { ntt32_forward_avx512(a, n, w, ws, q); return; }
+    if (n >= 64 && cv_active_level() >= CV_LEVEL_AVX512) { ntt32_forward_avx512(a, n, w, ws, q); return; }
 #endif
     ntt32_forward_portable(a, n, w, ws, q);
 }
@@ -227,7 +224,7 @@ void cv_ntt32_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *
 void cv_ntt32_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
                       uint32_t inv_n, uint32_t inv_n_shoup) {
 #if defined(__x86_64__)
-    if (n >= 32 && cv_active_level() >= CV_LEVEL_AVX512) {
+    if (n >= 64 && cv_active_level() >= CV_LEVEL_AVX512) {
         ntt32_inverse_avx512(a, n, w, ws, q, inv_n, inv_n_shoup);
         return;
     }
