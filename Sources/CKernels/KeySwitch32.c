@@ -27,6 +27,25 @@ static inline uint32_t shoup_lazy(uint32_t v, uint32_t w, uint32_t ws, uint32_t 
     return v * w - qhat * q;
 }
 
+// (x_p + ⌊p/2⌋) mod p, reduced mod q: the rounding term of the division by the special modulus.
+static inline uint32_t special_residue(uint32_t xp, uint32_t p, uint32_t half, uint32_t q, uint64_t q_barrett32) {
+    uint32_t y = xp + half;
+    y = y >= p ? y - p : y;
+    return reduce_small(y, q, q_barrett32);
+}
+
+// v · p^{-1} mod q, fully reduced, plus `add` (below q) when given.
+static inline uint32_t times_p_inverse(uint32_t v, uint32_t q, uint32_t p_inv, uint32_t p_inv_shoup,
+                                       const uint32_t *add) {
+    uint32_t r = shoup_lazy(v, p_inv, p_inv_shoup, q);
+    r = r >= q ? r - q : r;
+    if (add) {
+        r += *add;
+        r = r >= q ? r - q : r;
+    }
+    return r;
+}
+
 // a += d ⊙ k (mod m, kept in [0, 2m)) for both key polynomials, with the key's Shoup quotients.
 #define CV_DIGIT_PRODUCTS(NAME, ATTR)                                                                           \
 ATTR static void NAME(uint32_t *restrict a0, uint32_t *restrict a1, const uint32_t *restrict d,                  \
@@ -58,22 +77,11 @@ ATTR static void NAME(uint32_t *restrict out, const uint32_t *restrict x, const 
                       const uint32_t *restrict add, size_t n, uint32_t q, uint64_t q_barrett32, uint32_t p,       \
                       uint32_t half, uint32_t half_q, uint32_t p_inv, uint32_t p_inv_shoup) {                    \
     for (size_t j = 0; j < n; j++) {                                                                            \
-        uint32_t y = xp[j] + half;                                                                              \
-        y = y >= p ? y - p : y;                                                                                 \
-        uint32_t ym = (uint32_t)(((uint64_t)y * q_barrett32) >> 32);                                            \
-        ym = y - ym * q;                                                                                        \
-        ym = ym >= q ? ym - q : ym;                                                                              \
+        uint32_t ym = special_residue(xp[j], p, half, q, q_barrett32);                                          \
         uint32_t v = x[j] + half_q;                                                                             \
         v = v >= q ? v - q : v;                                                                                 \
         v = v >= ym ? v - ym : v + q - ym;                                                                      \
-        uint32_t qhat = (uint32_t)(((uint64_t)v * p_inv_shoup) >> 32);                                          \
-        uint32_t r = v * p_inv - qhat * q;                                                                      \
-        r = r >= q ? r - q : r;                                                                                 \
-        if (add) {                                                                                              \
-            r += add[j];                                                                                        \
-            r = r >= q ? r - q : r;                                                                             \
-        }                                                                                                       \
-        out[j] = r;                                                                                             \
+        out[j] = times_p_inverse(v, q, p_inv, p_inv_shoup, add ? add + j : 0);                                  \
     }                                                                                                           \
 }
 
@@ -108,11 +116,7 @@ ATTR static void NAME(uint32_t *restrict out, const uint32_t *restrict in, const
 ATTR static void NAME(uint32_t *restrict z, const uint32_t *restrict xp, size_t n, uint32_t q,                   \
                       uint64_t q_barrett32, uint32_t p, uint32_t half, uint32_t half_q) {                       \
     for (size_t j = 0; j < n; j++) {                                                                            \
-        uint32_t y = xp[j] + half;                                                                              \
-        y = y >= p ? y - p : y;                                                                                 \
-        uint32_t ym = (uint32_t)(((uint64_t)y * q_barrett32) >> 32);                                            \
-        ym = y - ym * q;                                                                                        \
-        ym = ym >= q ? ym - q : ym;                                                                             \
+        uint32_t ym = special_residue(xp[j], p, half, q, q_barrett32);                                          \
         z[j] = half_q >= ym ? half_q - ym : half_q + q - ym;                                                    \
     }                                                                                                           \
 }
@@ -124,15 +128,7 @@ ATTR static void NAME(uint32_t *restrict out, const uint32_t *restrict x, const 
                       const uint32_t *restrict rot, const uint32_t *restrict perm, size_t n, uint32_t q,         \
                       uint32_t p_inv, uint32_t p_inv_shoup) {                                                   \
     for (size_t j = 0; j < n; j++) {                                                                            \
-        uint32_t v = x[j] + z[j];                                                                               \
-        uint32_t qhat = (uint32_t)(((uint64_t)v * p_inv_shoup) >> 32);                                          \
-        uint32_t r = v * p_inv - qhat * q;                                                                      \
-        r = r >= q ? r - q : r;                                                                                 \
-        if (rot) {                                                                                              \
-            r += rot[perm[j]];                                                                                  \
-            r = r >= q ? r - q : r;                                                                             \
-        }                                                                                                       \
-        out[j] = r;                                                                                             \
+        out[j] = times_p_inverse(x[j] + z[j], q, p_inv, p_inv_shoup, rot ? rot + perm[j] : 0);                  \
     }                                                                                                           \
 }
 

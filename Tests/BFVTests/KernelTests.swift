@@ -19,6 +19,22 @@ struct KernelTests {
         return results
     }
 
+    /// The Live Caller ID preset's context and 32-bit kernel, Galois keys for `elements(degree)` and a random
+    /// ciphertext in coefficient form with its words.
+    static func galoisFixture(_ elements: (Int) -> [Int]) throws
+        -> (Context, NarrowKeySwitch, [Int], EvaluationKey, Ciphertext, [UInt32]) {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let kernel = try #require(context.narrowKeySwitch)
+        let secretKey = SecretKey(context: context)
+        let galois = elements(context.degree)
+        let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: galois, hasRelinearizationKey: false),
+                                    secretKey: secretKey)
+        var rng = TestRandom()
+        let values = (0..<context.degree).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
+        let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: .coeff)
+        return (context, kernel, galois, key, ct, ct.polys.flatMap { $0.data.map { UInt32($0) } })
+    }
+
     @Test("32-bit NTT: forward and inverse at every level, round trip", arguments: [
         ParameterPreset.n_4096_logq_27_28_28_logt_5, .n_4096_logq_27_28_28_logt_16, .insecure_n_8_logq_5x18_logt_5,
     ])
@@ -66,17 +82,7 @@ struct KernelTests {
 
     @Test("fused Galois key switch equals applyGalois, at every level")
     func galoisKeySwitch() throws {
-        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
-        let kernel = try #require(context.narrowKeySwitch)
-        let secretKey = SecretKey(context: context)
-        let n = context.degree
-        let elements = [n + 1, n / 2 + 1, 3]
-        let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: elements, hasRelinearizationKey: false),
-                                    secretKey: secretKey)
-        var rng = TestRandom()
-        let values = (0..<n).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
-        let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: .coeff)
-        let input = ct.polys.flatMap { $0.data.map { UInt32($0) } }
+        let (context, kernel, elements, key, ct, input) = try Self.galoisFixture { n in [n + 1, n / 2 + 1, 3] }
         for g in elements {
             let expected = try context.applyGalois(ct, element: g, key: key).converted(to: .coeff)
             let expectedWords = expected.polys.flatMap { $0.data.map { UInt32($0) } }
@@ -97,18 +103,9 @@ struct KernelTests {
 
     @Test("evaluation-form key switch and split equal the coefficient-form ones transformed, at every level")
     func galoisKeySwitchEvaluation() throws {
-        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
-        let kernel = try #require(context.narrowKeySwitch)
+        let (context, kernel, elements, key, _, input) = try Self.galoisFixture { n in [n + 1, n / 2 + 1, 17, 3] }
         #expect(kernel.evaluationFormExpansion)
-        let secretKey = SecretKey(context: context)
         let n = context.degree
-        let elements = [n + 1, n / 2 + 1, 17, 3]
-        let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: elements, hasRelinearizationKey: false),
-                                    secretKey: secretKey)
-        var rng = TestRandom()
-        let values = (0..<n).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
-        let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: .coeff)
-        let input = ct.polys.flatMap { $0.data.map { UInt32($0) } }
         func transformed(_ words: [UInt32]) -> [UInt32] {
             var w = words
             w.withUnsafeMutableBufferPointer { kernel.forwardNTT($0.baseAddress!) }
