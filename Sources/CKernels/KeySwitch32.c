@@ -203,6 +203,41 @@ CV_DROP_EVAL(drop_eval_avx512, AVX512)
 #define CV_PICK(name) name##_portable
 #endif
 
+// The key-switch products of both kernels: for every output modulus k (p last) and digit j, the digit (digit j's
+// coefficient-form row, reduced into m_k and transformed; or `diagonal`'s row j as it is when j = k and the caller
+// has it transformed) times key j's row, summed lazily into ks's rows (2 × (l + 1), evaluation form, below 2m).
+static void keyswitch_products(uint32_t *ks, const uint32_t *digits, const uint32_t *diagonal,
+                               const cv_keyswitch_params *pp, const uint32_t *const *key,
+                               const uint32_t *const *key_shoup, size_t key_rows, uint32_t *digit) {
+    const size_t n = pp->n, l = pp->l;
+    void (*products)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *,
+                     const uint32_t *, size_t, uint32_t, int) = CV_PICK(digit_products);
+    for (size_t k = 0; k <= l; k++) {
+        const size_t key_row = k < l ? k : key_rows - 1;
+        const uint32_t m = pp->moduli[k];
+        uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
+        for (size_t j = 0; j < l; j++) {
+            const uint32_t *d = digit;
+            if (diagonal && j == k) {
+                d = diagonal + j * n;
+            } else {
+                const uint32_t *src = digits + j * n;
+                // The forward NTT takes any input below 4m (its first butterfly reduces below 2m), so a digit
+                // from a modulus below 4m needs no reduction.
+                if ((uint64_t)pp->moduli[j] >= 4 * (uint64_t)m) {
+                    for (size_t i = 0; i < n; i++) digit[i] = reduce_small(src[i], m, pp->barrett32[k]);
+                } else {
+                    memcpy(digit, src, n * sizeof(uint32_t));
+                }
+                cv_ntt32_forward(digit, n, pp->fwd[k], pp->fwd_shoup[k], m);
+            }
+            const uint32_t *kj = key[j], *kjs = key_shoup[j];
+            products(o0, o1, d, kj + key_row * n, kjs + key_row * n, kj + (key_rows + key_row) * n,
+                     kjs + (key_rows + key_row) * n, n, m, j == 0);
+        }
+    }
+}
+
 void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element, const uint32_t *galois_table,
                            const cv_keyswitch_params *pp, const uint32_t *const *key,
                            const uint32_t *const *key_shoup, size_t key_rows,
@@ -233,29 +268,13 @@ void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_elem
             }
         }
     }
-    void (*products)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *,
-                     const uint32_t *, size_t, uint32_t, int) = CV_PICK(digit_products);
+    keyswitch_products(ks, rot1, 0, pp, key, key_shoup, key_rows, digit);
+    // The products are below 2m, which the inverse NTT accepts (its outputs are fully reduced).
     for (size_t k = 0; k <= l; k++) {
-        const size_t key_row = k < l ? k : key_rows - 1;
-        const uint32_t m = pp->moduli[k];
-        uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
-        for (size_t j = 0; j < l; j++) {
-            const uint32_t *src = rot1 + j * n;
-            // The forward NTT takes any input below 4m (its first butterfly reduces below 2m), so a digit from
-            // a modulus below 4m needs no reduction.
-            if ((uint64_t)pp->moduli[j] >= 4 * (uint64_t)m) {
-                for (size_t i = 0; i < n; i++) digit[i] = reduce_small(src[i], m, pp->barrett32[k]);
-            } else {
-                memcpy(digit, src, n * sizeof(uint32_t));
-            }
-            cv_ntt32_forward(digit, n, pp->fwd[k], pp->fwd_shoup[k], m);
-            const uint32_t *kj = key[j], *kjs = key_shoup[j];
-            products(o0, o1, digit, kj + key_row * n, kjs + key_row * n, kj + (key_rows + key_row) * n,
-                     kjs + (key_rows + key_row) * n, n, m, j == 0);
+        for (size_t poly = 0; poly < 2; poly++) {
+            cv_ntt32_inverse(ks + (poly * (l + 1) + k) * n, n, pp->inv[k], pp->inv_shoup[k], pp->moduli[k],
+                             pp->inv_n[k], pp->inv_n_shoup[k]);
         }
-        // The products are below 2m, which the inverse NTT accepts (its outputs are fully reduced).
-        cv_ntt32_inverse(o0, n, pp->inv[k], pp->inv_shoup[k], m, pp->inv_n[k], pp->inv_n_shoup[k]);
-        cv_ntt32_inverse(o1, n, pp->inv[k], pp->inv_shoup[k], m, pp->inv_n[k], pp->inv_n_shoup[k]);
     }
     // Divide by p with rounding; c0 gains σ(c0).
     void (*drop)(uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, size_t, uint32_t, uint64_t,
@@ -297,31 +316,7 @@ void cv_galois_keyswitch32_eval(uint32_t *out, const uint32_t *in, const uint32_
         cv_ntt32_inverse(coef + j * n, n, pp->inv[j], pp->inv_shoup[j], pp->moduli[j], pp->inv_n[j],
                          pp->inv_n_shoup[j]);
     }
-    void (*products)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *,
-                     const uint32_t *, size_t, uint32_t, int) = CV_PICK(digit_products);
-    for (size_t k = 0; k <= l; k++) {
-        const size_t key_row = k < l ? k : key_rows - 1;
-        const uint32_t m = pp->moduli[k];
-        uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
-        for (size_t j = 0; j < l; j++) {
-            const uint32_t *d;
-            if (j == k) {
-                d = rot1 + j * n;  // digit j over its own modulus: σ(c1)'s row j, already transformed
-            } else {
-                const uint32_t *src = coef + j * n;
-                if ((uint64_t)pp->moduli[j] >= 4 * (uint64_t)m) {
-                    for (size_t i = 0; i < n; i++) digit[i] = reduce_small(src[i], m, pp->barrett32[k]);
-                } else {
-                    memcpy(digit, src, n * sizeof(uint32_t));
-                }
-                cv_ntt32_forward(digit, n, pp->fwd[k], pp->fwd_shoup[k], m);
-                d = digit;
-            }
-            const uint32_t *kj = key[j], *kjs = key_shoup[j];
-            products(o0, o1, d, kj + key_row * n, kjs + key_row * n, kj + (key_rows + key_row) * n,
-                     kjs + (key_rows + key_row) * n, n, m, j == 0);
-        }
-    }
+    keyswitch_products(ks, coef, rot1, pp, key, key_shoup, key_rows, digit);
     // Divide by p with rounding: the p rows to coefficient form, their corrections to each q_i's evaluation form;
     // c0 gains σ(c0), permuted on the way.
     void (*correction)(uint32_t *, const uint32_t *, size_t, uint32_t, uint64_t, uint32_t, uint32_t, uint32_t) =
