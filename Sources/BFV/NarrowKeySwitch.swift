@@ -87,27 +87,17 @@ public final class NarrowKeySwitch: @unchecked Sendable {
             words.withUnsafeMutableBufferPointer { cv_ntt32_forward($0.baseAddress, n, pointers[r], pointers[m + r], q) }
             return words
         }
-        // σ_g maps the value at point ψ^e to the value at ψ^{g·e}: find each point's g-th power among the points.
+        // σ_g maps the value at point ψ^e to the value at ψ^{g·e}: the transform of x^g lists each point's g-th
+        // power, to be found among the points (the transform of x).
         var permutations: [Int: [UInt32]] = [:]
         let points = (0..<l).map { transformed(power: 1, row: $0) }
         let index = (0..<l).map { r in Dictionary(points[r].enumerated().map { ($1, UInt32($0)) }, uniquingKeysWith: { a, _ in a }) }
         for g in gathers.keys {
-            let perRow = (0..<l).map { r -> [UInt32]? in
-                let q = UInt64(modulusWords[r])
-                var perm = [UInt32](repeating: 0, count: n)
-                for (i, point) in points[r].enumerated() {
-                    var (base, e, power) = (UInt64(point), g, UInt64(1))
-                    while e > 0 {
-                        if e & 1 == 1 { power = power * base % q }
-                        base = base * base % q
-                        e >>= 1
-                    }
-                    guard let j = index[r][UInt32(power)] else { return nil }
-                    perm[i] = j
-                }
-                return perm
+            let perRow = (0..<l).map { r in transformed(power: g, row: r).compactMap { index[r][$0] } }
+            guard let first = perRow.first, first.count == n, perRow.allSatisfy({ $0 == first }) else {
+                permutations = [:]
+                break
             }
-            guard let first = perRow[0], perRow.allSatisfy({ $0 == first }) else { permutations = [:]; break }
             permutations[g] = first
         }
         evaluationPermutations = index.allSatisfy({ $0.count == n }) ? permutations : [:]
