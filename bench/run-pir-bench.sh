@@ -29,7 +29,7 @@ echo "PIR server benchmark: release build, $(nproc) cores, $(date -u +%Y-%m-%d),
 echo "n_4096_logq_27_28_28_logt_5, 2 hash functions, seed $seed (PIR_BENCH_SEED=$seed repeats the shards)"
 for shard in "${shards[@]}"; do
   read -r label rows bytes _ <<<"$shard"
-  "$bin" --rows "$rows" --value-bytes "$bytes" --seed "$seed" --rows-out "$work/$label.rows" --server-loop 1 >/dev/null
+  "$bin" --rows "$rows" --value-bytes "$bytes" --seed "$seed" --rows-out "$work/$label.rows"
 done
 
 if has times; then

@@ -7,8 +7,8 @@
 //            [--seed S] [--rows-out FILE] [--rows-in FILE] [--key-compression none|hybrid|maximum]
 //            [--server-loop N] [--interleave]
 //
-// --rows-out writes the shard's rows (`RowsFile`) so another implementation can answer the same shard;
-// --rows-in reads them instead of generating. --server-loop answers one query N times and prints only the
+// --rows-out writes the shard's rows (`RowsFile`) and exits, so both this and another implementation can answer
+// the same shard; --rows-in reads them instead of generating. --server-loop answers one query N times and prints only the
 // server's time (for perf and callgrind). --interleave speaks the line protocol of `bench/interleave.py`.
 import BFV
 import Dispatch
@@ -111,7 +111,9 @@ if let path = options.rowsIn {
     rows = RowsFile.generate(count: options.rows, valueBytes: options.valueBytes, seed: options.seed)
 }
 if let path = options.rowsOut {
+    // Writing the shard is all: the run that answers it reads the file back with --rows-in.
     do { try RowsFile.write(rows, path: path) } catch { fail("\(path): \(error)") }
+    exit(0)
 }
 let parameters = EncryptionParameters(.n_4096_logq_27_28_28_logt_5)
 let context = try Context(parameters: parameters)
