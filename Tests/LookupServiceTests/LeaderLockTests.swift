@@ -3,7 +3,11 @@ import Logging
 import LookupService
 import PostgresNIO
 import ServiceTestSupport
+import Synchronization
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Leadership through a PostgreSQL advisory lock: never two leaders, takeover when the leader stops or its
 /// session is killed, no leadership without the database.
@@ -39,6 +43,7 @@ struct LeaderLockTests {
         try await TestPostgres.withConnection(to: settings) { admin in
             try await admin.query("""
                 SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = \(Int64(Self.key & 0xffff_ffff))
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
                 """, logger: logger)
         }
         let steppedDown = try await timeUntil(within: .seconds(5)) { !locks[leader].isLeader }
@@ -63,5 +68,62 @@ struct LeaderLockTests {
         try await Task.sleep(for: .seconds(1))
         #expect(!orphan.isLeader)
         await orphan.stop()
+    }
+
+    /// The backend process that holds the test's advisory lock in `settings`' database, if any.
+    static func holderPID(_ settings: PostgresSettings, logger: Logger) async throws -> Int32? {
+        try await TestPostgres.withConnection(to: settings) { admin in
+            let rows = try await admin.query("""
+                SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = \(Int64(Self.key & 0xffff_ffff))
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """, logger: logger)
+            for try await pid in rows.decode(Int32.self) { return pid }
+            return nil
+        }
+    }
+
+    @Test("A leader whose database backend stalls (SIGSTOP) steps down within its lease and stops at once; the other leads once the backend ends")
+    func stalledBackend() async throws {
+        let settings = try await TestPostgres.freshDatabase()
+        let logger = Logger(label: "test")
+        let locks = [PostgresLeaderLock(settings: settings, key: Self.key, checkInterval: .milliseconds(500), logger: logger),
+                     PostgresLeaderLock(settings: settings, key: Self.key, checkInterval: .milliseconds(500), logger: logger)]
+        locks.forEach { $0.start() }
+        #expect(try await timeUntil(within: .seconds(10)) { locks.contains { $0.isLeader } } != nil)
+        let leader = try #require(locks.firstIndex { $0.isLeader })
+        let pid = try #require(try await Self.holderPID(settings, logger: logger))
+        // The server is this test process's own (or an external one named by CALLVEIL_TEST_POSTGRES, whose
+        // processes cannot be signalled: then there is nothing to test here).
+        guard kill(pid, SIGSTOP) == 0 else {
+            print("stalled backend: cannot signal PostgreSQL's backend \(pid) (external server?): skipped")
+            for lock in locks { await lock.stop() }
+            return
+        }
+        var continued = false
+        defer { if !continued { kill(pid, SIGCONT) } }
+
+        // Its checks get no answer: it steps down within its lease (1.5 s) and gives the session up.
+        let steppedDown = try await timeUntil(within: .seconds(5)) { !locks[leader].isLeader }
+        #expect(steppedDown != nil && steppedDown! <= locks[leader].lease + .milliseconds(500),
+                "stepped down after \(String(describing: steppedDown))")
+        // No one leads while the stalled backend still holds the lock on the server.
+        _ = try await Self.watch(locks, for: .seconds(1))
+        #expect(!locks[1 - leader].isLeader)
+
+        // Stopping does not wait for the stalled backend.
+        let stopped = Atomic(false)
+        let stopping = Task { await locks[leader].stop(); stopped.store(true, ordering: .sequentiallyConsistent) }
+        let stopTime = try await timeUntil(within: .seconds(5)) { stopped.load(ordering: .sequentiallyConsistent) }
+        #expect(stopTime != nil && stopTime! < .seconds(1), "stop() took \(String(describing: stopTime))")
+
+        // The backend runs again, finds its client gone and ends: the lock is free and the other takes it.
+        kill(pid, SIGCONT)
+        continued = true
+        await stopping.value
+        let takeover = try await timeUntil(within: .seconds(10)) { locks[1 - leader].isLeader }
+        #expect(takeover != nil, "no takeover after the stalled backend ended")
+        print("stalled backend: stepped down after \(String(describing: steppedDown)), stop() in \(String(describing: stopTime)), "
+              + "takeover \(String(describing: takeover)) after the backend resumed")
+        await locks[1 - leader].stop()
     }
 }

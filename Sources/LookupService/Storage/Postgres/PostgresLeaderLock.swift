@@ -80,41 +80,59 @@ public final class PostgresLeaderLock: Sendable {
                     session = connection
                 } else {
                     setLeading(nil)
-                    session = try await Self.open(settings, id: nextID, logger: logger)
+                    let settings = self.settings, logger = self.logger, id = nextID
                     nextID += 1
+                    // A session that opens after its deadline is closed at once, so it never holds the lock.
+                    session = try await PostgresStore.withDeadline(openDeadline, "leader session", discard: { try? await $0.close() }) {
+                        try await Self.open(settings, id: id, logger: logger)
+                    }
                     connection = session
                 }
                 let key = self.key, logger = self.logger
                 let started = ContinuousClock.now
                 if confirmed.withLock({ $0 != nil }) {
                     try await PostgresStore.withDeadline(checkInterval, "leader check") {
-                        try await session.query("SELECT 1", logger: logger)
+                        for try await _ in try await session.query("SELECT 1", logger: logger) {}
                     }
                     setLeading(started)
                 } else {
                     let taken = try await PostgresStore.withDeadline(checkInterval, "leader attempt") { () -> Bool in
+                        var taken = false
                         for try await value in try await session.query("SELECT pg_try_advisory_lock(\(key))", logger: logger).decode(Bool.self) {
-                            return value
+                            taken = value
                         }
-                        return false
+                        return taken
                     }
                     if taken { setLeading(started) }
                 }
             } catch {
                 setLeading(nil)
-                if let open = connection { try? await open.close() }
+                // Closing fails whatever is still in flight on the session (a query past its deadline), and the
+                // server frees the lock with the session.
+                if let open = connection { Self.close(open) }
                 connection = nil
-                logger.debug("leader lock check failed", metadata: ["error": .string("\(error)")])
+                if !(error is CancellationError) {
+                    logger.info("leader lock check failed", metadata: ["error": .string("\(error)")])
+                }
             }
             try? await Task.sleep(for: checkInterval)
         }
         setLeading(nil)
-        if let connection { try? await connection.close() }
+        if let connection { Self.close(connection) }
+    }
+
+    /// How long opening a session may take: connecting, authenticating and setting its TCP options.
+    private var openDeadline: Duration { max(checkInterval * 4, .seconds(5)) }
+
+    /// Closes `connection` without waiting for its close to complete: closing the socket is what ends the
+    /// session, and the caller must not wait on a connection that may be stuck. (The completion holds the
+    /// connection until it is closed: postgres-nio requires a connection closed before it is released.)
+    private static func close(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// A session whose end the server notices within a few seconds if this process or its host goes away.
-    /// (Connecting is bounded by the configuration's 2 s connect timeout, not cancelled from outside, so a
-    /// connection is never left unclosed.)
+    /// (Run under `openDeadline`; a connection it returns after that is closed by the caller's `discard`.)
     private static func open(_ settings: PostgresSettings, id: Int, logger: Logger) async throws -> PostgresConnection {
         let connection = try await PostgresConnection.connect(configuration: try settings.connectionConfiguration(), id: id, logger: logger)
         do {

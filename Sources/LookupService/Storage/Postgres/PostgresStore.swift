@@ -59,19 +59,14 @@ public final class PostgresStore: Sendable {
         return try await Self.withDeadline(operationTimeout, what) { try await body(client) }
     }
 
-    /// Runs `body` within `timeout`, with the error mapping of `run`.
+    /// Runs `body` within `timeout`, with the error mapping of `run`. The deadline holds even while a query waits
+    /// for a server that stopped answering (queries ignore cancellation): see `Deadline`.
     package static func withDeadline<T: Sendable>(_ timeout: Duration, _ what: String,
+                                                  discard: @escaping @Sendable (T) async -> Void = { _ in },
                                                   _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body() }
-                group.addTask { try await Task.sleep(for: timeout); return nil }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw StoreError(.unavailable, "\(what): no answer from PostgreSQL within \(timeout)")
-                }
-                return value
-            }
+            return try await Deadline.run(timeout, expired: { StoreError(.unavailable, "\(what): no answer from PostgreSQL within \(timeout)") },
+                                          discard: discard, body)
         } catch let error as PostgresTransactionError {
             let cause = error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError
             if let psql = cause as? PSQLError { throw Self.storeError(psql, what: what) }
