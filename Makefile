@@ -26,7 +26,7 @@ build:
 	swift build
 
 test: deps
-	swift test $(SWIFT_TEST_FLAGS)
+	bash scripts/swift-test.sh $(SWIFT_TEST_FLAGS)
 	@if ip netns add callveil-probe 2>/dev/null; then ip netns del callveil-probe; \
 	  $(MAKE) --no-print-directory cluster-test && $(MAKE) --no-print-directory chaos; \
 	  else echo "network namespaces not available here: skipping the netns cluster test and the chaos run"; fi
