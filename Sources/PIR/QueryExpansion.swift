@@ -66,7 +66,7 @@ public struct QueryExpansion: Sendable {
         if evaluation {
             root.withUnsafeMutableBufferPointer { if let base = $0.baseAddress { kernel.forwardNTT(base) } }
         }
-        let leaves = try expandNarrow(root, count: count, level: 1, height: ceilLog2(count), threads: threads,
+        let leaves = try expandNarrow(consume root, count: count, level: 1, height: ceilLog2(count), threads: threads,
                                       kernel: kernel, scratch: kernel.makeScratch(), evaluation: evaluation)
         guard evaluationForm, !evaluation else { return leaves }
         // No evaluation-form permutations for these moduli: transform the coefficient-form leaves.
@@ -77,36 +77,43 @@ public struct QueryExpansion: Sendable {
         }
     }
 
-    private func expandNarrow(_ c: [UInt32], count: Int, level: Int, height: Int, threads: Int,
+    /// The subtree under `c` (which it takes over and reuses as its even half: a split writes into the buffers
+    /// the key switch has just touched, and allocates only its odd half).
+    private func expandNarrow(_ c: consuming [UInt32], count: Int, level: Int, height: Int, threads: Int,
                               kernel: NarrowKeySwitch, scratch: NarrowKeySwitch.Scratch, evaluation: Bool) throws
         -> [[UInt32]] {
+        var even = c
         if count == 1 {
-            guard level <= height else { return [c] }
+            guard level <= height else { return [even] }
             // The last level's doubling: c + c (the same in either form).
             let n = context.degree
-            var doubled = c
-            for poly in 0..<2 {
-                for (r, q) in kernel.moduli.enumerated() {
-                    let base = (poly * kernel.rows + r) * n
-                    for i in base..<(base + n) {
-                        let s = c[i] &+ c[i]
-                        doubled[i] = s >= q ? s &- q : s
+            even.withUnsafeMutableBufferPointer { w in
+                for poly in 0..<2 {
+                    for (r, q) in kernel.moduli.enumerated() {
+                        let base = (poly * kernel.rows + r) * n
+                        for i in base..<(base + n) {
+                            let s = w[i] &+ w[i]
+                            w[i] = s >= q ? s &- q : s
+                        }
                     }
                 }
             }
-            return [doubled]
+            return [even]
         }
         let second = count / 2
         let first = count - second
-        let (p0, p1) = try splitNarrow(c, level: level, kernel: kernel, scratch: scratch, evaluation: evaluation)
+        var odd = try splitNarrow(&even, level: level, kernel: kernel, scratch: scratch, evaluation: evaluation)
         let a: [[UInt32]]
         let b: [[UInt32]]
         if threads > 1, count >= 4 {
-            let halves = [(p0, first), (p1, second)]
+            let halves = [WordsBox(even), WordsBox(odd)]
+            even = []
+            odd = []
+            let counts = [first, second]
             let slots = ResultSlots<[[UInt32]]>(count: 2)
             DispatchQueue.concurrentPerform(iterations: 2) { i in
                 slots.set(i, Result {
-                    try expandNarrow(halves[i].0, count: halves[i].1, level: level + 1, height: height,
+                    try expandNarrow(halves[i].take(), count: counts[i], level: level + 1, height: height,
                                      threads: threads / 2, kernel: kernel, scratch: kernel.makeScratch(),
                                      evaluation: evaluation)
                 })
@@ -114,25 +121,25 @@ public struct QueryExpansion: Sendable {
             let results = try slots.values()
             (a, b) = (results[0], results[1])
         } else {
-            a = try expandNarrow(p0, count: first, level: level + 1, height: height, threads: 1, kernel: kernel,
+            a = try expandNarrow(consume even, count: first, level: level + 1, height: height, threads: 1, kernel: kernel,
                                  scratch: scratch, evaluation: evaluation)
-            b = try expandNarrow(p1, count: second, level: level + 1, height: height, threads: 1, kernel: kernel,
+            b = try expandNarrow(consume odd, count: second, level: level + 1, height: height, threads: 1, kernel: kernel,
                                  scratch: scratch, evaluation: evaluation)
         }
         return Self.interleave(a, b)
     }
 
-    private func splitNarrow(_ c: [UInt32], level: Int, kernel: NarrowKeySwitch,
-                             scratch: NarrowKeySwitch.Scratch, evaluation: Bool) throws -> ([UInt32], [UInt32]) {
+    /// Splits `c` into its even half (in place) and its odd half (returned).
+    private func splitNarrow(_ c: inout [UInt32], level: Int, kernel: NarrowKeySwitch,
+                             scratch: NarrowKeySwitch.Scratch, evaluation: Bool) throws -> [UInt32] {
         let (g, repetitions) = try plan(level: level)
         guard let key = evaluationKey.galoisKeys[g] else { throw PIRError.missingEvaluationKey("Galois key \(g)") }
         let words = kernel.ciphertextWords
-        var rotated = c
-        // Scratch ciphertexts: every word is written by the kernels before it is read.
-        var spare = [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words }
-        for _ in 0..<repetitions {
-            try rotated.withUnsafeBufferPointer { src in
-                try spare.withUnsafeMutableBufferPointer { dst in
+        // Every word of these buffers is written by the kernels before it is read.
+        func uninitialized() -> [UInt32] { [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words } }
+        func switchKey(_ source: [UInt32], into target: inout [UInt32]) throws {
+            try source.withUnsafeBufferPointer { src in
+                try target.withUnsafeMutableBufferPointer { dst in
                     guard let s = src.baseAddress, let d = dst.baseAddress else { return }
                     if evaluation {
                         try kernel.applyGaloisEvaluation(d, s, element: g, key: key, scratch: scratch)
@@ -141,27 +148,42 @@ public struct QueryExpansion: Sendable {
                     }
                 }
             }
-            swap(&rotated, &spare)
         }
-        // Every word of both outputs is written by the combine kernel before it is read.
-        var even = [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words }
-        var odd = [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words }
-        try c.withUnsafeBufferPointer { cp in
-            try rotated.withUnsafeBufferPointer { rp in
-                try even.withUnsafeMutableBufferPointer { ep in
-                    try odd.withUnsafeMutableBufferPointer { op in
+        // σ(c) key-switched (repeated when the key holds only a smaller element) into what becomes the odd half.
+        var rotated = uninitialized()
+        try switchKey(c, into: &rotated)
+        if repetitions > 1 {
+            var spare = uninitialized()
+            for _ in 1..<repetitions {
+                try switchKey(rotated, into: &spare)
+                swap(&rotated, &spare)
+            }
+        }
+        let shift = 1 << (level - 1)
+        if evaluation {
+            try c.withUnsafeMutableBufferPointer { cp in
+                try rotated.withUnsafeMutableBufferPointer { rp in
+                    guard let cb = cp.baseAddress, let rb = rp.baseAddress else { return }
+                    try kernel.combineEvaluation(evenInPlaceOf: cb, oddInPlaceOf: rb, shift: shift)
+                }
+            }
+            return rotated
+        }
+        var even = uninitialized()
+        var odd = uninitialized()
+        c.withUnsafeBufferPointer { cp in
+            rotated.withUnsafeBufferPointer { rp in
+                even.withUnsafeMutableBufferPointer { ep in
+                    odd.withUnsafeMutableBufferPointer { op in
                         guard let cb = cp.baseAddress, let rb = rp.baseAddress, let eb = ep.baseAddress,
                               let ob = op.baseAddress else { return }
-                        if evaluation {
-                            try kernel.combineEvaluation(even: eb, odd: ob, c: cb, r: rb, shift: 1 << (level - 1))
-                        } else {
-                            kernel.combine(even: eb, odd: ob, c: cb, r: rb, shift: 1 << (level - 1))
-                        }
+                        kernel.combine(even: eb, odd: ob, c: cb, r: rb, shift: shift)
                     }
                 }
             }
         }
-        return (even, odd)
+        c = even
+        return odd
     }
 
     private func expand(_ c: Ciphertext, count: Int, level: Int, height: Int, threads: Int) throws -> [Ciphertext] {
@@ -212,5 +234,20 @@ public struct QueryExpansion: Sendable {
         let difference = try context.subtract(c, rotated)
         let shifted = try context.multiply(difference, monomialPower: -(1 << (level - 1)))
         return (sum, shifted)
+    }
+}
+
+/// One subtree's input handed to the thread that expands it, taken out so that thread holds the only reference
+/// (and reuses the buffer in place instead of copying it).
+private final class WordsBox: @unchecked Sendable {
+    private var words: [UInt32]
+
+    init(_ words: [UInt32]) { self.words = words }
+
+    /// The words, leaving the box empty; called once, by the one thread the box is for.
+    func take() -> [UInt32] {
+        var out: [UInt32] = []
+        swap(&out, &words)
+        return out
     }
 }

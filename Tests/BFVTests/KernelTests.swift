@@ -142,9 +142,9 @@ struct KernelTests {
         for shift in [1, 2, 64, n / 2] {
             let outputs = try Self.atEveryLevel { () -> Bool in
                 var even = [UInt32](repeating: 0, count: kernel.ciphertextWords), odd = even
-                var evenEval = even, oddEval = even
+                var evenEval = inputEval, oddEval = other
                 kernel.combine(even: &even, odd: &odd, c: input, r: otherCoeff, shift: shift)
-                try kernel.combineEvaluation(even: &evenEval, odd: &oddEval, c: inputEval, r: other, shift: shift)
+                try kernel.combineEvaluation(evenInPlaceOf: &evenEval, oddInPlaceOf: &oddEval, shift: shift)
                 return transformed(even) == evenEval && transformed(odd) == oddEval
             }
             #expect(outputs.allSatisfy { $0 }, "shift \(shift)")
