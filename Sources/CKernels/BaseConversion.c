@@ -47,11 +47,48 @@ CV_CONVERT_PASS1(pass1_u32_portable, , uint32_t)
 CV_CONVERT_PASS2(pass2_u64_portable, , uint64_t)
 CV_CONVERT_PASS2(pass2_u32_portable, , uint32_t)
 #if defined(__x86_64__)
-#define AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
-CV_CONVERT_PASS1(pass1_u64_avx512, AVX512, uint64_t)
-CV_CONVERT_PASS1(pass1_u32_avx512, AVX512, uint32_t)
-CV_CONVERT_PASS2(pass2_u64_avx512, AVX512, uint64_t)
-CV_CONVERT_PASS2(pass2_u32_avx512, AVX512, uint32_t)
+#include "Lanes32.h"
+#define AVX512DQ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+CV_CONVERT_PASS1(pass1_u64_avx512, AVX512DQ, uint64_t)
+CV_CONVERT_PASS2(pass2_u64_avx512, AVX512DQ, uint64_t)
+
+// The 32-bit passes (the ciphertext-product extension's) written with the shared lane helpers: the compiler's
+// own vectorization of the 64-bit Shoup products above spends several shuffles per product.
+AVX512DQ static void pass1_u32_avx512(uint32_t *restrict v, double *restrict sum, const uint32_t *restrict x,
+                                      size_t count, uint32_t b, uint32_t w, uint32_t ws, double recip, int first) {
+    if (count % 16) { pass1_u32_portable(v, sum, x, count, b, w, ws, recip, first); return; }
+    const __m512i vb = _mm512_set1_epi32((int)b), vw = _mm512_set1_epi32((int)w), vws = _mm512_set1_epi32((int)ws);
+    const __m512d vr = _mm512_set1_pd(recip);
+    for (size_t j = 0; j < count; j += 16) {
+        const __m512i r = vmin_sub(vmul_shoup_lazy(_mm512_loadu_si512(x + j), vw, vws, vb), vb);
+        _mm512_storeu_si512(v + j, r);
+        const __m512d lo = _mm512_mul_pd(_mm512_cvtepu32_pd(_mm512_castsi512_si256(r)), vr);
+        const __m512d hi = _mm512_mul_pd(_mm512_cvtepu32_pd(_mm512_extracti64x4_epi64(r, 1)), vr);
+        _mm512_storeu_pd(sum + j, first ? lo : _mm512_add_pd(_mm512_loadu_pd(sum + j), lo));
+        _mm512_storeu_pd(sum + j + 8, first ? hi : _mm512_add_pd(_mm512_loadu_pd(sum + j + 8), hi));
+    }
+}
+
+// The sum over the source moduli stays in a register; α ≤ ls < 16 picks its correction by a lane permute.
+AVX512DQ static void pass2_u32_avx512(uint32_t *restrict out, const uint32_t *restrict v,
+                                      const uint32_t *restrict alpha, uint32_t *restrict acc, size_t count, size_t ls,
+                                      uint32_t m, const uint32_t *restrict w, const uint32_t *restrict ws,
+                                      const uint32_t *restrict correction) {
+    if (count % 16 || ls >= 16) { pass2_u32_portable(out, v, alpha, acc, count, ls, m, w, ws, correction); return; }
+    const __m512i vm = _mm512_set1_epi32((int)m), v2m = _mm512_set1_epi32((int)(2 * m));
+    const __m512i table = _mm512_maskz_loadu_epi32((__mmask16)((1u << (ls + 1)) - 1), correction);
+    for (size_t j = 0; j < count; j += 16) {
+        __m512i a = _mm512_setzero_si512();
+        for (size_t i = 0; i < ls; i++) {
+            const __m512i p = vmul_shoup_lazy(_mm512_loadu_si512(v + i * count + j), _mm512_set1_epi32((int)w[i]),
+                                              _mm512_set1_epi32((int)ws[i]), vm);
+            a = vmin_sub(_mm512_add_epi32(a, p), v2m);
+        }
+        a = vmin_sub(a, vm);
+        const __m512i c = _mm512_permutexvar_epi32(_mm512_loadu_si512(alpha + j), table);
+        _mm512_storeu_si512(out + j, vmin_sub(_mm512_sub_epi32(_mm512_add_epi32(a, vm), c), vm));
+    }
+}
 #define CV_PICK(name) (cv_active_level() >= CV_LEVEL_AVX512 ? name##_avx512 : name##_portable)
 #else
 #define CV_PICK(name) name##_portable

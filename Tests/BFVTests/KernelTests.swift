@@ -151,6 +151,25 @@ struct KernelTests {
         }
     }
 
+    @Test("ciphertext product sums on 32-bit words (extension, base conversion, tensor): every level gives the same words")
+    func productSums() throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let secretKey = SecretKey(context: context)
+        var rng = TestRandom()
+        func words(_ format: PolyFormat) throws -> [UInt32] {
+            let values = (0..<context.degree).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
+            let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: format)
+            return ct.polys.flatMap { $0.data.map { UInt32($0) } }
+        }
+        // Three pairs, one operand of each in evaluation form and one in coefficient form.
+        let pairs = try (0..<3).map { _ in (a: try words(.eval)[...], aEval: true, b: try words(.coeff)[...], bEval: false) }
+        let outputs = try Self.atEveryLevel { () -> [[UInt64]] in
+            try context.multiplyAccumulate(words: pairs).polys.map(\.data)
+        }
+        #expect(outputs.count >= 1)
+        for out in outputs { #expect(out == outputs[0]) }
+    }
+
     @Test("scan block: every level equals the plain sum of products mod q", arguments: [1, 2, 3, 4, 7])
     func scanBlock(streams: Int) throws {
         var rng = TestRandom()
