@@ -1,8 +1,13 @@
 /// The auxiliary RNS base and converters for ciphertext × ciphertext at one level.
 ///
-/// The tensor product (or a sum of up to `maxAccumulatedProducts` of them) is computed exactly over `Q ∪ P`,
-/// then scaled by `t/Q` with rounding in base P (HPS-style) and brought back to Q. P is chosen so that
-/// `|t·X/Q| < P/2^25` even for the largest allowed sum, which makes every base conversion on the way exact. This rounding differs from the reference's BEHZ in the last place at most,
+/// The tensor product (or a sum X of up to `maxAccumulatedProducts` of them) is computed exactly modulo each
+/// prime of `Q ∪ P`, then scaled: Y = (t·X − [t·X]_Q)/Q, the rounding of t·X/Q, is formed in base P (HPS-style)
+/// and brought back to Q by a centred conversion. That conversion is exact when |Y| < P/2 and its floating-point
+/// overflow count rounds the right way, which holds with room to spare when |Y| ≤ P/2^`marginBits`. Since
+/// |X| ≤ 2·count·N·(Q/2)² for centred operands (the middle polynomial sums two products per pair),
+/// |Y| ≤ count·N·t·Q/2 + 1/2, and P is the fewest 30-bit primes whose product exceeds that bound times
+/// 2^`marginBits` for the largest allowed count. (X itself need not fit in
+/// Q·P: only its residues are used.) This rounding differs from the reference's BEHZ in the last place at most,
 /// which the protocol permits (SPEC-HE §10.5): only decryption results are compared.
 struct MultiplicationConstants: Sendable {
     /// Most tensor products one scaling may sum (the bound P is sized for).
@@ -20,14 +25,24 @@ struct MultiplicationConstants: Sendable {
     /// The 32-bit extension kernel, when Q and P allow it.
     let narrowTensor: NarrowTensor?
 
+    /// Bits by which P exceeds the largest |Y| (see the type's comment): the centred conversion's overflow count,
+    /// a rounded sum of lp doubles, is then exact with a margin of about 2^−6 against an error near 2^−50.
+    static let marginBits = 6.0
+
     init(context: PolyContext, plaintextModulus t: Modulus) throws {
         let qBits = context.moduli.reduce(0.0) { $0 + log2Approx($1.value) }
-        let needed = 2 + log2Approx(t.value) + Double(context.log2Degree) + qBits + 25
-            + log2Approx(UInt64(Self.maxAccumulatedProducts))
-        let count = Int((needed / 29).rounded(.up))
-        let primes = Primes.nttPrimes(count: count, bitWidth: 30, degree: context.degree,
-                                      avoiding: Set(context.moduliValues))
-        guard primes.count == count else {
+        // log2 of count·N·t·Q/2 for the largest count, plus the margin.
+        let needed = log2Approx(UInt64(Self.maxAccumulatedProducts)) + Double(context.log2Degree)
+            + log2Approx(t.value) + qBits - 1 + Self.marginBits
+        let candidates = Primes.nttPrimes(count: Int((needed / 29).rounded(.up)), bitWidth: 30, degree: context.degree,
+                                          avoiding: Set(context.moduliValues))
+        var primes: [UInt64] = []
+        var bits = 0.0
+        for p in candidates where bits < needed {
+            primes.append(p)
+            bits += log2Approx(p)
+        }
+        guard bits >= needed else {
             throw HEError.invalidParameters("not enough auxiliary primes for degree \(context.degree)")
         }
         auxContext = try PolyContext(degree: context.degree, moduli: primes)

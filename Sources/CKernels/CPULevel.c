@@ -1,5 +1,5 @@
-// Run-time CPU feature detection for the kernels: AVX-512F needs the cpuid bit and the OS saving the opmask
-// and ZMM state (XCR0 bits 1, 2, 5, 6, 7).
+// Run-time CPU feature detection for the kernels: AVX-512 (F and DQ) needs the cpuid bits and the OS saving the
+// opmask and ZMM state (XCR0 bits 1, 2, 5, 6, 7).
 #include "CKernels.h"
 
 #if defined(__x86_64__)
@@ -13,7 +13,9 @@ static int cv_detect_avx512(void) {
     __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
     if ((xcr0_lo & 0xE6u) != 0xE6u) return 0;
     if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return 0;
-    return (ebx & (1u << 16)) != 0;  // AVX512F
+    // AVX512F and AVX512DQ (the base conversion's 64-bit lanes and conversions to double need DQ; every
+    // processor with AVX-512 since Skylake has both).
+    return (ebx & (1u << 16)) != 0 && (ebx & (1u << 17)) != 0;
 }
 #else
 static int cv_detect_avx512(void) { return 0; }

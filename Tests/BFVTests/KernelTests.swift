@@ -170,6 +170,41 @@ struct KernelTests {
         for out in outputs { #expect(out == outputs[0]) }
     }
 
+    /// The auxiliary base's bound at its limit: every operand coefficient is A, within 2^−23 of the largest centred
+    /// value Q/2 (at Q/2 itself the double-precision lift may pick either centred representative, both valid), and
+    /// the sum has the most pairs allowed, so the tensor coefficients come as close to the bound P is sized for as
+    /// inputs can. The exact result has a closed form: coefficient k of a⊗b is A²·(2k + 2 − N), so the scaled sum
+    /// is round(t·m·count·(2k + 2 − N)·A²/Q) with m = 1, 2, 1 for the three polynomials.
+    @Test("ciphertext product sums at the auxiliary base's limit (largest operands, most pairs) are exact")
+    func productSumsAtTheBound() throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let ctx = context.ciphertextContext
+        let n = context.degree
+        let q = ctx.moduliValues
+        let bigQ = q.reduce(Int128(1)) { $0 * Int128($1) }
+        let a = (bigQ - 1) / 2 - (Int128(1) << 32)
+        let words = q.flatMap { qi in [UInt32](repeating: UInt32(a % Int128(qi)), count: n) }
+        let operand = (words + words)[...]
+        let count = 4096
+        let pairs = Array(repeating: (a: operand, aEval: false, b: operand, bEval: false), count: count)
+        let product = try context.multiplyAccumulate(words: pairs)
+        let t = Int128(context.plaintextModulus.value)
+        // A² = h·Q + l, so t·X/Q = K·h + K·l/Q with K = t·m·count·(2k + 2 − N); Q is odd, so no ties.
+        let (h, l) = (a * a).quotientAndRemainder(dividingBy: bigQ)
+        func floorDiv(_ x: Int128, _ y: Int128) -> Int128 { let d = x / y; return (x % y != 0 && (x < 0) != (y < 0)) ? d - 1 : d }
+        for (poly, m) in [1, 2, 1].enumerated() {
+            let data = product.polys[poly].converted(to: .coeff).data
+            for k in [0, 1, n / 2 - 1, n / 2, n - 2, n - 1] {
+                let kk = t * Int128(m * count * (2 * k + 2 - n))
+                let y = kk * h + floorDiv(2 * kk * l + bigQ, 2 * bigQ)
+                for (i, qi) in q.enumerated() {
+                    let expected = ((y % Int128(qi)) + Int128(qi)) % Int128(qi)
+                    #expect(Int128(data[i * n + k]) == expected, "poly \(poly), coefficient \(k), modulus \(i)")
+                }
+            }
+        }
+    }
+
     @Test("scan block: every level equals the plain sum of products mod q", arguments: [1, 2, 3, 4, 7])
     func scanBlock(streams: Int) throws {
         var rng = TestRandom()
