@@ -91,8 +91,13 @@ if has reference; then
         contestants+=("ref-release:1=$REFERENCE_RELEASE --impl ref-release --rows-in $work/$label.rows --seed $seed")
       [[ -n "${REFERENCE_MAIN:-}" ]] &&
         contestants+=("ref-main=$REFERENCE_MAIN --impl ref-main --rows-in $work/$label.rows --seed $seed")
-      python3 bench/interleave.py --rounds "$rounds" --queries "$queries" --threads 1,2 --label "$label" \
-        "${contestants[@]}" 2>/dev/null
+      # The driver's progress goes to a log, shown when it fails (a contestant that exited names its code).
+      if ! python3 bench/interleave.py --rounds "$rounds" --queries "$queries" --threads 1,2 --label "$label" \
+        "${contestants[@]}" 2>"$work/$label.interleave.log"; then
+        echo "interleaved run of $label failed:" >&2
+        tail -n 20 "$work/$label.interleave.log" >&2
+        exit 1
+      fi
       echo
     done
   else
