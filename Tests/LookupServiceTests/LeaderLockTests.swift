@@ -25,16 +25,22 @@ struct LeaderLockTests {
         return locks.map(\.isLeader)
     }
 
-    @Test("One leader of two; the other takes over when the leader stops or its session is killed; none without the database")
-    func takeover() async throws {
+    /// Two started locks on a fresh database, once one of them leads. They check every 500 ms (a lease of
+    /// 1.5 s): the test suite runs in parallel on 2 cores, and a check that starts late ends the lease as it would
+    /// for a stalled process.
+    static func twoLocks(logger: Logger) async throws -> (PostgresSettings, [PostgresLeaderLock]) {
         let settings = try await TestPostgres.freshDatabase()
-        let logger = Logger(label: "test")
-        // Checks every 500 ms (a lease of 1.5 s): the test suite runs in parallel on 2 cores, and a check that
-        // starts late ends the lease as it would for a stalled process.
         let locks = [PostgresLeaderLock(settings: settings, key: Self.key, checkInterval: .milliseconds(500), logger: logger),
                      PostgresLeaderLock(settings: settings, key: Self.key, checkInterval: .milliseconds(500), logger: logger)]
         locks.forEach { $0.start() }
         #expect(try await timeUntil(within: .seconds(30)) { locks.contains { $0.isLeader } } != nil)
+        return (settings, locks)
+    }
+
+    @Test("One leader of two; the other takes over when the leader stops or its session is killed; none without the database")
+    func takeover() async throws {
+        let logger = Logger(label: "test")
+        let (settings, locks) = try await Self.twoLocks(logger: logger)
         _ = try await Self.watch(locks, for: .seconds(1))
 
         // The leader's session is killed on the server (a database restart, an operator): it steps down, and
@@ -86,12 +92,8 @@ struct LeaderLockTests {
 
     @Test("A leader whose database backend stalls (SIGSTOP) steps down and stops without waiting for it; the other leads once the backend ends")
     func stalledBackend() async throws {
-        let settings = try await TestPostgres.freshDatabase()
         let logger = Logger(label: "test")
-        let locks = [PostgresLeaderLock(settings: settings, key: Self.key, checkInterval: .milliseconds(500), logger: logger),
-                     PostgresLeaderLock(settings: settings, key: Self.key, checkInterval: .milliseconds(500), logger: logger)]
-        locks.forEach { $0.start() }
-        #expect(try await timeUntil(within: .seconds(30)) { locks.contains { $0.isLeader } } != nil)
+        let (settings, locks) = try await Self.twoLocks(logger: logger)
         let leader = try #require(locks.firstIndex { $0.isLeader })
         let pid = try #require(try await Self.holderPID(settings, logger: logger))
         // The server is this test process's own (or an external one named by CALLVEIL_TEST_POSTGRES, whose
