@@ -56,14 +56,16 @@ struct DeadlineTests {
         }
     }
 
-    @Test("Past the deadline: expired while the work still runs, not before the deadline; the late value goes to discard")
+    @Test("Past the deadline: expired while the work still runs, not before the deadline; the work is cancelled and its late value goes to discard")
     func expires() async throws {
         let gate = Gate()
         let discarded = Atomic(0)
+        let workSawCancellation = Atomic(false)
         let start = ContinuousClock.now
         await #expect(throws: Expired.self) {
             try await Deadline.run(.milliseconds(200), expired: { Expired() }, discard: { discarded.store($0, ordering: .sequentiallyConsistent) }) {
                 await gate.wait()
+                workSawCancellation.store(Task.isCancelled, ordering: .sequentiallyConsistent)
                 return 9
             }
         }
@@ -73,6 +75,8 @@ struct DeadlineTests {
         gate.open()
         let late = try await timeUntil(within: .seconds(60)) { discarded.load(ordering: .sequentiallyConsistent) == 9 }
         #expect(late != nil, "the late value was not discarded")
+        let cancelled = workSawCancellation.load(ordering: .sequentiallyConsistent)
+        #expect(cancelled, "the work given up on was not cancelled")
     }
 
     @Test("Cancelling the caller answers with CancellationError while the work still runs, cancelled before or during the wait")
