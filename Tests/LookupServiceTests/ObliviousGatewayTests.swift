@@ -17,7 +17,7 @@ struct ObliviousGatewayTests {
         async throws -> (server: TestServer, data: DemoDataset, directory: String, scheme: String) {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: count)
-        if `protocol` == "tls" { try OHTTPInteropClient.run(["make-cert", directory]) }
+        if `protocol` == "tls" { try await OHTTPInteropClient.run(["make-cert", directory]) }
         let config = try writeServiceConfig(in: directory, usecases: data.useCases) { config in
             config.http?.protocol = `protocol`
             if `protocol` == "tls" {
@@ -72,8 +72,8 @@ struct ObliviousGatewayTests {
     }
 
     @Test("The independent client's framing matches RFC 9458 Appendix A byte for byte")
-    func interopSelfTest() throws {
-        #expect(try OHTTPInteropClient.run(["selftest"]).contains("selftest ok"))
+    func interopSelfTest() async throws {
+        #expect(try await OHTTPInteropClient.run(["selftest"]).contains("selftest ok"))
     }
 
     /// An encapsulated request to the server's first published key.

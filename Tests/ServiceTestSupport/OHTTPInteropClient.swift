@@ -17,7 +17,11 @@ public enum OHTTPInteropClient {
 
     /// Runs the script with `arguments` to completion; its output, or an error with it when it fails.
     @discardableResult
-    public static func run(_ arguments: [String]) throws -> String {
+    public static func run(_ arguments: [String]) async throws -> String {
+        try await offPool { try runBlocking(arguments) }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws -> String {
         guard let command else { throw InteropError("the interop client is not installed: run `make deps`") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command.python)

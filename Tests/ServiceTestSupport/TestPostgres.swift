@@ -89,8 +89,8 @@ actor TestPostgresServer {
         try Data((password + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/pw"))
         // PostgreSQL refuses to run as root: as root, the server runs as Debian's `postgres` user.
         let asUser: [String] = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []
-        if getuid() == 0 { try run(["/bin/chown", "-R", "postgres", directory]) }
-        try run(asUser + ["\(bin)/initdb", "-D", "\(directory)/data", "-U", "callveil", "--auth=scram-sha-256",
+        if getuid() == 0 { try await run(["/bin/chown", "-R", "postgres", directory]) }
+        try await run(asUser + ["\(bin)/initdb", "-D", "\(directory)/data", "-U", "callveil", "--auth=scram-sha-256",
                           "--pwfile=\(directory)/pw", "-E", "UTF8", "--no-sync"])
         let port = try freePort()
         // The watchdog: runs the server until this process (its parent) has exited (the shell is then re-parented;
@@ -139,7 +139,11 @@ actor TestPostgresServer {
         return "\(root)/\(newest)/bin"
     }
 
-    private static func run(_ arguments: [String]) throws {
+    private static func run(_ arguments: [String]) async throws {
+        try await offPool { try runBlocking(arguments) }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: arguments[0])
         process.arguments = Array(arguments.dropFirst())

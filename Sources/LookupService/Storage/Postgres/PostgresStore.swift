@@ -14,6 +14,9 @@ public final class PostgresStore: Sendable {
     public let sealing: StoreSealing
     /// Longest one store operation may take, connection wait included.
     public let operationTimeout: Duration
+    /// Longest the migrations at connect may take: a migration can rebuild an index over a large table, and a
+    /// process that is still starting (its threads busy loading shards) answers late; neither is an outage.
+    public static let migrationTimeout: Duration = .seconds(120)
     package let logger: Logger
     /// Where the store is (for connections of their own, as the leader lock's).
     public let settings: PostgresSettings
@@ -23,7 +26,7 @@ public final class PostgresStore: Sendable {
     public static func connect(_ settings: PostgresSettings, sealing: StoreSealing, logger: Logger) async throws -> PostgresStore {
         let store = PostgresStore(settings: settings, sealing: sealing, logger: logger)
         do {
-            _ = try await store.transaction("migrations") { connection in
+            _ = try await store.transaction("migrations", timeout: migrationTimeout) { connection in
                 try await PostgresMigrations.apply(connection: connection, logger: logger)
             }
         } catch {
@@ -51,12 +54,13 @@ public final class PostgresStore: Sendable {
         await runner.value
     }
 
-    /// Runs `body` with the pool under the operation deadline, mapping connection failures to
+    /// Runs `body` with the pool under the operation deadline (or `timeout`), mapping connection failures to
     /// `StoreError.unavailable` and server errors to their SQLSTATE; a transaction's error is the one its body
     /// threw (a typed `StoreError`, `NonceStoreFull`…), or the failed BEGIN/COMMIT's.
-    package func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ what: String, timeout: Duration? = nil,
+                                  _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
         let client = self.client
-        return try await Self.withDeadline(operationTimeout, what) { try await body(client) }
+        return try await Self.withDeadline(timeout ?? operationTimeout, what) { try await body(client) }
     }
 
     /// Runs `body` within `timeout`, with the error mapping of `run`. The deadline holds even while a query waits
@@ -77,9 +81,10 @@ public final class PostgresStore: Sendable {
     }
 
     /// Runs `body` in one transaction (see `run`).
-    package func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    package func transaction<T: Sendable>(_ what: String, timeout: Duration? = nil,
+                                          _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await run(what) { client in
+        return try await run(what, timeout: timeout) { client in
             try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         }
     }
