@@ -70,7 +70,9 @@ struct ListenerLimitsTests {
         #expect(early.isEmpty, "served while two connections were open")
         let (late, _) = await third.read(seconds: 6)
         #expect(String(decoding: late, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
-        for connection in held { #expect(await connection.read(seconds: 0.1).closed) }
+        // Both held connections are closed by the server's idle timeout (2 s after it accepted them, which on a
+        // loaded machine can be later than the third's answer): a closed one returns at once.
+        for connection in held { #expect(await connection.read(seconds: 10).closed) }
         await server.stop()
     }
 
