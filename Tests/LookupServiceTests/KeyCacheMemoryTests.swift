@@ -12,18 +12,8 @@ struct KeyCacheMemoryTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let binary = root.appendingPathComponent(".build/debug/callveil").path
         try #require(FileManager.default.isExecutableFile(atPath: binary), "\(binary) is built by `swift build` / `swift test`")
-        // The child parses 100 keys in a debug build (many seconds): waited for off the test pool.
-        let (data, status) = try await offPool { () throws -> (Data, Int32) in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["key-memory", "--count", "100"]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (data, process.terminationStatus)
-        }
+        // The child (a debug build) is waited for off the test pool.
+        let (data, status) = try await runChildProcess(binary, ["key-memory", "--count", "100"], mergeErrors: false)
         #expect(status == 0)
         let report = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Int])
         let charged = try #require(report["charged"]), growth = try #require(report["rssGrowth"])

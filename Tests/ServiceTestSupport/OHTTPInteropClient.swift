@@ -18,21 +18,10 @@ public enum OHTTPInteropClient {
     /// Runs the script with `arguments` to completion; its output, or an error with it when it fails.
     @discardableResult
     public static func run(_ arguments: [String]) async throws -> String {
-        try await offPool { try runBlocking(arguments) }
-    }
-
-    private static func runBlocking(_ arguments: [String]) throws -> String {
         guard let command else { throw InteropError("the interop client is not installed: run `make deps`") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command.python)
-        process.arguments = [command.script] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw InteropError("ohttp-client.py \(arguments.first ?? ""): \(output)") }
+        let (data, status) = try await runChildProcess(command.python, [command.script] + arguments)
+        let output = String(decoding: data, as: UTF8.self)
+        guard status == 0 else { throw InteropError("ohttp-client.py \(arguments.first ?? ""): \(output)") }
         return output
     }
 

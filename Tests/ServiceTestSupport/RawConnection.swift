@@ -46,9 +46,7 @@ public final class RawConnection: @unchecked Sendable {
     /// Dispatch thread, so a test's wait never takes a thread of the concurrency pool the server under test needs.
     /// With `until`, it returns as soon as what arrived contains that text.
     public func read(seconds: Double, until marker: String? = nil) async -> (bytes: [UInt8], closed: Bool) {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: self.blockingRead(seconds: seconds, until: marker.map { Array($0.utf8) })) }
-        }
+        await offPool { self.blockingRead(seconds: seconds, until: marker.map { Array($0.utf8) }) }
     }
 
     private func blockingRead(seconds: Double, until marker: [UInt8]?) -> (bytes: [UInt8], closed: Bool) {

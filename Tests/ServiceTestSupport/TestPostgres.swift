@@ -140,20 +140,8 @@ actor TestPostgresServer {
     }
 
     private static func run(_ arguments: [String]) async throws {
-        try await offPool { try runBlocking(arguments) }
-    }
-
-    private static func runBlocking(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let (text, status) = try await runChildProcess(arguments[0], Array(arguments.dropFirst()))
+        guard status == 0 else {
             throw TestPostgresError("\(arguments.joined(separator: " ")) failed: \(String(decoding: text, as: UTF8.self).suffix(2000))")
         }
     }
