@@ -30,17 +30,21 @@ struct ComputePoolTests {
         return (pool, release, holder)
     }
 
-    /// A one-slot pool whose slot is taken (until `release`), and a job waiting behind it that counts in `ran`.
-    static func blockedJob(queueTimeout: Duration) async -> (pool: ComputePool, release: DispatchSemaphore, holder: Task<Void, any Error>,
-                                                           ran: Tally, waiting: Task<Void, any Error>) {
+    /// A one-slot pool whose slot is taken (until `release`), and a job queued behind it that counts in `ran`
+    /// (returned once the pool reports it queued: on a busy machine its task may start late).
+    static func blockedJob(queueTimeout: Duration) async throws -> (pool: ComputePool, release: DispatchSemaphore,
+                                                                    holder: Task<Void, any Error>, ran: Tally,
+                                                                    waiting: Task<Void, any Error>) {
         let (pool, release, holder) = await heldPool(queueTimeout: queueTimeout)
         let ran = Tally()
-        return (pool, release, holder, ran, Task { try await pool.run { ran.add() } })
+        let waiting = Task { try await pool.run { ran.add() } }
+        try await waitQueued(pool, .query, 1)
+        return (pool, release, holder, ran, waiting)
     }
 
     /// Waits (off the concurrency pool) until `semaphore` is signalled.
     static func wait(_ semaphore: DispatchSemaphore) async {
-        await withCheckedContinuation { c in DispatchQueue.global().async { semaphore.wait(); c.resume() } }
+        await offPool { semaphore.wait() }
     }
 
     /// Polls until the pool reports `count` jobs queued in `lane`.
@@ -66,7 +70,7 @@ struct ComputePoolTests {
 
     @Test("A job that waited past its deadline is dropped before it starts")
     func deadline() async throws {
-        let (pool, release, holder, ran, late) = await Self.blockedJob(queueTimeout: .milliseconds(100))
+        let (pool, release, holder, ran, late) = try await Self.blockedJob(queueTimeout: .milliseconds(100))
         try await Task.sleep(for: .milliseconds(300))
         release.signal()
         try await holder.value
@@ -102,8 +106,7 @@ struct ComputePoolTests {
 
     @Test("A caller cancelled while its job waits: the job never runs")
     func cancellation() async throws {
-        let (pool, release, holder, ran, waiting) = await Self.blockedJob(queueTimeout: .seconds(30))
-        try await Self.waitQueued(pool, .query, 1)
+        let (pool, release, holder, ran, waiting) = try await Self.blockedJob(queueTimeout: .seconds(30))
         waiting.cancel()
         release.signal()
         try await holder.value
