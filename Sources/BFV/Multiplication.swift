@@ -120,8 +120,9 @@ extension Context {
     /// `Σ_i a_i ⊗ b_i` (as `multiplyAccumulate`) for ciphertexts over the ciphertext moduli given as 32-bit words
     /// (2 polynomials × rows × N each, evaluation form where the flag says so), for the engine's own kernels:
     /// no conversion to polynomials on the way in. Needs 30-bit moduli (`narrowTensor`).
-    package func multiplyAccumulate(words pairs: [(a: ArraySlice<UInt32>, aEval: Bool, b: ArraySlice<UInt32>, bEval: Bool)]) throws
-        -> Ciphertext {
+    package func multiplyAccumulate<A: CiphertextWords, B: CiphertextWords>(
+        words pairs: [(a: A, aEval: Bool, b: B, bEval: Bool)]
+    ) throws -> Ciphertext {
         guard !pairs.isEmpty else { throw HEError.incompatibleOperands("no ciphertext pairs to multiply") }
         guard pairs.count <= MultiplicationConstants.maxAccumulatedProducts else {
             throw HEError.incompatibleOperands("\(pairs.count) products exceed the auxiliary base's headroom")
@@ -130,14 +131,14 @@ extension Context {
         let mc = try level(ctx.rowCount).multiplication
         guard let tensor = mc.narrowTensor else { throw HEError.invalidParameters("no 32-bit multiplication kernel") }
         let half = ctx.rowCount * degree
-        for pair in pairs where pair.a.count != 2 * half || pair.b.count != 2 * half {
+        for pair in pairs where pair.a.wordCount != 2 * half || pair.b.wordCount != 2 * half {
             throw HEError.incompatibleOperands("ciphertext words must hold 2 polynomials over the ciphertext moduli")
         }
         let words = tensor.extendedWords
         let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: mc.auxContext) { k, x, scratch in
             let pair = pairs[k]
-            pair.a.withUnsafeBufferPointer { a in
-                pair.b.withUnsafeBufferPointer { b in
+            pair.a.withWords { a in
+                pair.b.withWords { b in
                     guard let pa = a.baseAddress, let pb = b.baseAddress else { return }
                     tensor.extend(words: pa, eval: pair.aEval, into: x, scratch: &scratch)
                     tensor.extend(words: pa + half, eval: pair.aEval, into: x + words, scratch: &scratch)

@@ -14,13 +14,14 @@ static inline uint32_t *stream_out(uint32_t *out, size_t pair_stride, size_t pol
 
 static void scan_block32_portable(uint32_t *out, size_t pair_stride, size_t poly_stride,
                                   const uint32_t *pt, const uint8_t *present, size_t rows,
-                                  const uint32_t *sel, size_t streams, uint32_t q, uint64_t barrett, size_t lazy) {
+                                  const uint32_t *const *sel, size_t row_stride, size_t streams, uint32_t q,
+                                  uint64_t barrett, size_t lazy) {
     for (size_t s = 0; s < streams; s++) {
         uint64_t total[32] = {0}, acc[32] = {0};
         size_t pending = 0;
         for (size_t r = 0; r < rows; r++) {
             if (!present[r]) continue;
-            const uint32_t *p = pt + r * 32, *x = sel + (r * streams + s) * 32;
+            const uint32_t *p = pt + r * 32, *x = sel[s] + r * row_stride;
             for (int k = 0; k < 32; k++) acc[k] += (uint64_t)p[k] * x[k];
             if (++pending == lazy) {
                 for (int k = 0; k < 32; k++) { total[k] += barrett_reduce(acc[k], q, barrett); acc[k] = 0; }
@@ -55,10 +56,15 @@ AVX512 __attribute__((always_inline)) static inline void spill(__m512i *e0, __m5
 }
 
 // Accumulators of stream g are named variables (not an array), so they stay in registers.
-#define CV_ACC_DECL(g) __m512i e0_##g = _mm512_setzero_si512(), o0_##g = e0_##g, e1_##g = e0_##g, o1_##g = e0_##g;
+#define CV_ACC_DECL(g)                                                                                          \
+    __m512i e0_##g = _mm512_setzero_si512(), o0_##g = e0_##g, e1_##g = e0_##g, o1_##g = e0_##g;                  \
+    const uint32_t *const x_##g = sel[first + (g)];
 #define CV_ACC_STEP(g)                                                                                          \
     {                                                                                                           \
-        const __m512i s0 = _mm512_loadu_si512(x + (g) * 32), s1 = _mm512_loadu_si512(x + (g) * 32 + 16);        \
+        const uint32_t *x = x_##g + r * row_stride;                                                             \
+        _mm_prefetch((const char *)(x + 8 * row_stride), _MM_HINT_T0);                                           \
+        _mm_prefetch((const char *)(x + 8 * row_stride + 16), _MM_HINT_T0);                                      \
+        const __m512i s0 = _mm512_loadu_si512(x), s1 = _mm512_loadu_si512(x + 16);                              \
         e0_##g = _mm512_add_epi64(e0_##g, _mm512_mul_epu32(p0, s0));                                             \
         o0_##g = _mm512_add_epi64(o0_##g, _mm512_mul_epu32(p0o, _mm512_srli_epi64(s0, 32)));                     \
         e1_##g = _mm512_add_epi64(e1_##g, _mm512_mul_epu32(p1, s1));                                             \
@@ -71,8 +77,8 @@ AVX512 __attribute__((always_inline)) static inline void spill(__m512i *e0, __m5
 #define CV_SCAN_GROUP(G, DECL, STEP, SPILL)                                                                     \
 AVX512 static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t poly_stride, size_t first,        \
                                   const uint32_t *pt, const uint8_t *present, size_t rows,                     \
-                                  const uint32_t *sel, size_t streams, uint32_t q, uint64_t barrett,           \
-                                  size_t lazy) {                                                               \
+                                  const uint32_t *const *sel, size_t row_stride, uint32_t q,                   \
+                                  uint64_t barrett, size_t lazy) {                                             \
     uint64_t total[G][32];                                                                                     \
     for (int g = 0; g < G; g++)                                                                                \
         for (int k = 0; k < 32; k++) total[g][k] = 0;                                                          \
@@ -82,7 +88,6 @@ AVX512 static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t poly
         if (!present[r]) continue;                                                                             \
         const __m512i p0 = _mm512_loadu_si512(pt + r * 32), p1 = _mm512_loadu_si512(pt + r * 32 + 16);        \
         const __m512i p0o = _mm512_srli_epi64(p0, 32), p1o = _mm512_srli_epi64(p1, 32);                        \
-        const uint32_t *x = sel + (r * streams + first) * 32;                                                  \
         _mm_prefetch((const char *)(pt + (r + 32) * 32), _MM_HINT_T0);                                         \
         _mm_prefetch((const char *)(pt + (r + 32) * 32 + 16), _MM_HINT_T0);                                    \
         STEP                                                                                                   \
@@ -107,20 +112,20 @@ CV_SCAN_GROUP(4, CV_ACC_DECL(0) CV_ACC_DECL(1) CV_ACC_DECL(2) CV_ACC_DECL(3),
 
 void cv_scan_block32(uint32_t *out, size_t pair_stride, size_t poly_stride,
                      const uint32_t *pt, const uint8_t *present, size_t rows,
-                     const uint32_t *sel, size_t streams,
+                     const uint32_t *const *sel, size_t row_stride, size_t streams,
                      uint32_t q, uint64_t barrett, size_t lazy) {
     if (lazy == 0) lazy = 1;
 #if defined(__x86_64__)
     if (cv_active_level() >= CV_LEVEL_AVX512) {
         size_t s = 0;
         for (; s + 4 <= streams; s += 4)
-            scan_group_4(out, pair_stride, poly_stride, s, pt, present, rows, sel, streams, q, barrett, lazy);
+            scan_group_4(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, barrett, lazy);
         for (; s + 2 <= streams; s += 2)
-            scan_group_2(out, pair_stride, poly_stride, s, pt, present, rows, sel, streams, q, barrett, lazy);
+            scan_group_2(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, barrett, lazy);
         for (; s < streams; s++)
-            scan_group_1(out, pair_stride, poly_stride, s, pt, present, rows, sel, streams, q, barrett, lazy);
+            scan_group_1(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, barrett, lazy);
         return;
     }
 #endif
-    scan_block32_portable(out, pair_stride, poly_stride, pt, present, rows, sel, streams, q, barrett, lazy);
+    scan_block32_portable(out, pair_stride, poly_stride, pt, present, rows, sel, row_stride, streams, q, barrett, lazy);
 }

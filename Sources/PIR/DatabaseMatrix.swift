@@ -94,6 +94,6 @@ struct DatabaseMatrix: Sendable {
 struct ScanBuffers: @unchecked Sendable {
     let matrix: UnsafePointer<UInt32>
     let present: UnsafePointer<UInt8>
-    let selectors: UnsafePointer<UInt32>
+    let selectors: ScanSelectors
     let output: UnsafeMutablePointer<UInt32>
 }

@@ -16,18 +16,24 @@ struct FirstDimension {
 
     /// Columns per query, in evaluation form over the ciphertext moduli.
     func compute(selectors: [[Ciphertext]], matrix: DatabaseMatrix, chunk: Int) throws -> [[Ciphertext]] {
-        let words = selectors.map { list in
-            list.map { ct in ct.converted(to: .eval).polys.flatMap { $0.data.map { UInt32(truncatingIfNeeded: $0) } } }
-        }
-        return try compute(selectorWords: words, matrix: matrix, chunk: chunk)
-    }
-
-    /// Columns per query from selectors given as 32-bit evaluation-form words (`[query][row]`, each 2 polynomials
-    /// × RNS rows × N).
-    func compute(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws -> [[Ciphertext]] {
         let ctx = context.ciphertextContext
         let half = ctx.rowCount * context.degree
-        return try computeWords(selectorWords: selectors, matrix: matrix, chunk: chunk).map { columns in
+        let owners = try selectors.map { list in
+            let words = SelectorWords(count: list.count, leafWords: 2 * half)
+            for (k, ct) in list.enumerated() {
+                let eval = ct.converted(to: .eval)
+                guard eval.polys.count == 2, eval.moduliCount == ctx.rowCount else {
+                    throw PIRError.invalidQuery("first-dimension selectors must be 2-polynomial ciphertexts")
+                }
+                let leaf = words.leaf(k)
+                for (poly, p) in eval.polys.enumerated() {
+                    for i in 0..<half { leaf[poly * half + i] = UInt32(truncatingIfNeeded: p.data[i]) }
+                }
+            }
+            return words
+        }
+        let scan = try ScanSelectors(owners.map { ($0, 0) }, rows: parameters.dimensions[0], half: half)
+        return try computeWords(selectors: scan, matrix: matrix, chunk: chunk).map { columns in
             try columns.map { slice in
                 let words = Array(slice)
                 // Reduced by the kernel below each modulus.
@@ -39,64 +45,13 @@ struct FirstDimension {
         }
     }
 
-    /// Selectors of a batch in the scan's order: `[RNS row][block][selector row][stream][32 coefficients]`, stream
-    /// = query · 2 + polynomial.
-    struct PackedSelectors {
-        let words: [UInt32]
-        let queries: Int
-    }
-
-    /// Packs evaluation-form selector words (`[query][row]`, each 2 polynomials × RNS rows × N) for the scan.
-    func pack(selectorWords selectors: [[[UInt32]]]) throws -> PackedSelectors {
-        let d0 = parameters.dimensions[0]
-        let streams = 2 * selectors.count
-        let rows = context.ciphertextContext.rowCount
-        let n = context.degree
-        let rowStride = rows * n
-        let width = DatabaseMatrix.blockWidth
-        let blocks = n / width
-        guard selectors.allSatisfy({ $0.count == d0 && $0.allSatisfy { $0.count == 2 * rowStride } }) else {
-            throw PIRError.invalidQuery("first-dimension selectors must be \(d0) ciphertexts per query")
-        }
-        // Every word is copied below (each query has d0 full selectors), so no zero fill.
-        var packed = [UInt32](unsafeUninitializedCapacity: rows * blocks * d0 * streams * width) { _, count in
-            count = rows * blocks * d0 * streams * width
-        }
-        packed.withUnsafeMutableBufferPointer { dst in
-            guard let out = dst.baseAddress else { return }
-            for (q, list) in selectors.enumerated() {
-                for (row, words) in list.enumerated() {
-                    words.withUnsafeBufferPointer { src in
-                        guard let from = src.baseAddress else { return }
-                        for poly in 0..<2 {
-                            let stream = q * 2 + poly
-                            for r in 0..<rows {
-                                for b in 0..<blocks {
-                                    let base = (((r * blocks + b) * d0 + row) * streams + stream) * width
-                                    (out + base).update(from: from + poly * rowStride + r * n + b * width, count: width)
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        return PackedSelectors(words: packed, queries: selectors.count)
-    }
-
-    /// Columns per query as 32-bit evaluation-form words (`[query][column]`, 2 polynomials × RNS rows × N each),
-    /// slices of one buffer.
-    func computeWords(selectorWords selectors: [[[UInt32]]], matrix: DatabaseMatrix, chunk: Int) throws
-        -> [[ArraySlice<UInt32>]] {
-        try computeWords(packed: pack(selectorWords: selectors), matrix: matrix, chunk: chunk)
-    }
-
-    /// Columns per query from packed selectors: the database pass.
-    func computeWords(packed: PackedSelectors, matrix: DatabaseMatrix, chunk: Int) throws -> [[ArraySlice<UInt32>]] {
+    /// Columns per query (`[query][column]`, 2 polynomials × RNS rows × N words each, slices of one buffer): the
+    /// database pass.
+    func computeWords(selectors: ScanSelectors, matrix: DatabaseMatrix, chunk: Int) throws -> [[ArraySlice<UInt32>]] {
         let d0 = parameters.dimensions[0]
         let d1 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
         guard matrix.columnHeight == d0 else { throw PIRError.invalidParameters("matrix columns differ from d0") }
-        let batch = packed.queries
+        let batch = selectors.queries
         let streams = 2 * batch
         let ctx = context.ciphertextContext
         let rows = ctx.rowCount
@@ -104,9 +59,8 @@ struct FirstDimension {
         let rowStride = rows * n
         let width = DatabaseMatrix.blockWidth
         let blocks = n / width
-        let selectorWords = packed.words
-        guard selectorWords.count == rows * blocks * d0 * streams * width else {
-            throw PIRError.invalidQuery("packed selectors do not match the shard")
+        guard selectors.rows == d0, selectors.half == rowStride else {
+            throw PIRError.invalidQuery("first-dimension selectors do not match the shard")
         }
         var output = [UInt32](unsafeUninitializedCapacity: batch * d1 * 2 * rowStride) { _, count in
             // Every word is written by the kernel (all streams, columns, rows and blocks), so no zero fill.
@@ -123,26 +77,24 @@ struct FirstDimension {
         do {
             let m = UnsafeBufferPointer(start: matrix.words.pointer, count: matrix.words.count)
             matrix.present.withUnsafeBufferPointer { pr in
-                selectorWords.withUnsafeBufferPointer { s in
-                    output.withUnsafeMutableBufferPointer { o in
-                        guard let mp = m.baseAddress, let pp = pr.baseAddress, let sp = s.baseAddress,
-                              let op = o.baseAddress else { return }
-                        let buffers = ScanBuffers(matrix: mp, present: pp, selectors: sp, output: op)
-                        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                            var task = worker
-                            while task < tasks {
-                                let r = task / tasksPerRow
-                                let b0 = (task % tasksPerRow) * blocksPerTask
-                                Self.scanTask(buffers: buffers, matrix: matrix, modulus: moduli[r], r: r,
-                                              blocks: b0..<min(b0 + blocksPerTask, blocks), streams: streams,
-                                              d1: d1, n: n, rowStride: rowStride, firstColumn: firstColumn)
-                                task += workers
-                            }
+                output.withUnsafeMutableBufferPointer { o in
+                    guard let mp = m.baseAddress, let pp = pr.baseAddress, let op = o.baseAddress else { return }
+                    let buffers = ScanBuffers(matrix: mp, present: pp, selectors: selectors, output: op)
+                    DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                        var task = worker
+                        while task < tasks {
+                            let r = task / tasksPerRow
+                            let b0 = (task % tasksPerRow) * blocksPerTask
+                            Self.scanTask(buffers: buffers, matrix: matrix, modulus: moduli[r], r: r,
+                                          blocks: b0..<min(b0 + blocksPerTask, blocks), streams: streams,
+                                          d1: d1, n: n, rowStride: rowStride, firstColumn: firstColumn)
+                            task += workers
                         }
                     }
                 }
             }
         }
+        withExtendedLifetime(selectors) {}
         return (0..<batch).map { q in
             (0..<d1).map { col in
                 let base = (q * d1 + col) * 2 * rowStride
@@ -159,16 +111,20 @@ struct FirstDimension {
         let lazyTerms = (1 << (64 - 2 * q.bitWidth)) - 2
         let q32 = UInt32(truncatingIfNeeded: q.value)
         let barrett = UInt64.max / q.value
-        let selectorBlock = d0 * streams * width
-        for col in 0..<d1 {
-            let column = firstColumn + col
-            let present = buffers.present.advanced(by: column * d0)
-            for b in blocks {
-                let pt = buffers.matrix.advanced(by: matrix.blockOffset(column: column, row: r, block: b))
-                let sel = buffers.selectors.advanced(by: (r * (n / width) + b) * selectorBlock)
-                let out = buffers.output.advanced(by: col * 2 * rowStride + r * n + b * width)
-                cv_scan_block32(out, d1 * 2 * rowStride, rowStride, pt, present, d0, sel, streams, q32, barrett,
-                                lazyTerms)
+        let bases = buffers.selectors.bases
+        let selectorRowStride = buffers.selectors.rowStride
+        withUnsafeTemporaryAllocation(of: UnsafePointer<UInt32>?.self, capacity: streams) { sel in
+            guard let table = sel.baseAddress else { return }
+            for col in 0..<d1 {
+                let column = firstColumn + col
+                let present = buffers.present.advanced(by: column * d0)
+                for b in blocks {
+                    let pt = buffers.matrix.advanced(by: matrix.blockOffset(column: column, row: r, block: b))
+                    for s in 0..<streams { table[s] = bases[s] + (r * n + b * width) }
+                    let out = buffers.output.advanced(by: col * 2 * rowStride + r * n + b * width)
+                    cv_scan_block32(out, d1 * 2 * rowStride, rowStride, pt, present, d0, table, selectorRowStride,
+                                    streams, q32, barrett, lazyTerms)
+                }
             }
         }
     }

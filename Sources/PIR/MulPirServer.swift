@@ -190,36 +190,39 @@ public struct MulPirServer: Sendable {
         let p = parameters
         let s = p.selectorsPerIndex
         let d0 = p.dimensions[0]
-        // 1. Expansion: one query per thread, or a single query's tree over all threads.
+        // 1. Expansion: one query per thread, or a single query's tree over all threads. The leaves come out in
+        //    evaluation form, in one buffer per query that the scan and the second dimension read in place.
         let treeThreads = queries.count == 1 ? threads : 1
-        let expanded: [[[UInt32]]] = try concurrentMap(queries.count) { i in
+        let half = context.ciphertextContext.rowCount * context.degree
+        let expanded: [SelectorWords] = try concurrentMap(queries.count) { i in
             let expansion = QueryExpansion(context: context, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
-            return try expandEach(queries[i].query) { ct, count in
-                guard let leaves = try expansion.expandWords(ct, count: count, evaluationForm: true) else {
-                    throw PIRError.invalidQuery("query ciphertexts do not fit the 32-bit expansion")
-                }
-                return leaves
+            let output = SelectorWords(count: p.expandedQueryCount, leafWords: kernel.ciphertextWords)
+            var first = 0
+            for ct in queries[i].query where first < p.expandedQueryCount {
+                let count = min(p.expandedQueryCount - first, context.degree)
+                guard try expansion.expandWords(ct, count: count, evaluationForm: true, into: output, firstLeaf: first)
+                else { throw PIRError.invalidQuery("query ciphertexts do not fit the 32-bit expansion") }
+                first += count
             }
+            guard first == p.expandedQueryCount else {
+                throw PIRError.invalidQuery("\(queries[i].query.count) query ciphertexts for \(p.expandedQueryCount) selectors")
+            }
+            return output
         }
-        // The leaves come out in evaluation form; the row selectors go into the scan's layout, timed with the
-        // expansion.
-        let passes = self.passes
-        let passPairs = passes.map { calls in queries.indices.flatMap { i in calls.map { j in (i, j) } } }
-        let passSelectors: [[[[UInt32]]]] = passPairs.map { pairs in
-            pairs.map { i, j in Array(expanded[i][(j * s)..<(j * s + d0)]) }
-        }
-        let first = FirstDimension(context: context, parameters: p, threads: threads)
-        let packed = try passSelectors.map { try first.pack(selectorWords: $0) }
         timings.expansion += lap()
         // 2. First dimension, one pass per sub-table for every (query, call) pair reading it; columns stay
         //    32-bit evaluation-form words.
+        let passes = self.passes
+        let first = FirstDimension(context: context, parameters: p, threads: threads)
         var columns = [[[[ArraySlice<UInt32>]]]](repeating: [], count: queries.count)  // [query][j][chunk][column]
         for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
-        for (pass, calls) in passes.enumerated() {
+        for calls in passes {
             guard case .narrow(let matrix) = tables.count == 1 ? tables[0] : tables[calls[0]] else { continue }
+            let pairs = queries.indices.flatMap { i in calls.map { j in (i, j) } }
+            let selectors = try ScanSelectors(pairs.map { i, j in (expanded[i], j * s) }, rows: d0, half: half)
             for chunk in 0..<p.chunkCount {
-                let result = try first.computeWords(packed: packed[pass], matrix: matrix, chunk: chunk)
-                for (k, (i, j)) in passPairs[pass].enumerated() { columns[i][j].append(result[k]) }
+                let result = try first.computeWords(selectors: selectors, matrix: matrix, chunk: chunk)
+                for (k, (i, j)) in pairs.enumerated() { columns[i][j].append(result[k]) }
             }
         }
         timings.firstDimension += lap()
@@ -232,12 +235,12 @@ public struct MulPirServer: Sendable {
         let twoDimensional = p.dimensions.count == 2
         let replies = try concurrentMap(queries.count * calls) { task in
             let (i, j) = (task / calls, task % calls)
-            let selectors = expanded[i][(j * s + d0)..<((j + 1) * s)]
+            let selectors = ((j * s + d0)..<((j + 1) * s)).map { SelectorLeaf(words: expanded[i], index: $0) }
             return try (0..<p.chunkCount).map { chunk in
                 let cols = firstDimension[i][j][chunk]
                 let reply: Ciphertext
                 if twoDimensional {
-                    let pairs = zip(selectors, cols).map { (a: $0[...], aEval: true, b: $1, bEval: true) }
+                    let pairs = zip(selectors, cols).map { (a: $0, aEval: true, b: $1, bEval: true) }
                     let product = try sumOfProducts(pairs) { try context.multiplyAccumulate(words: $0) }
                     reply = try context.relinearize(product, key: queries[i].evaluationKey)
                 } else {

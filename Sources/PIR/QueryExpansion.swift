@@ -52,9 +52,23 @@ public struct QueryExpansion: Sendable {
     /// in evaluation form from the root (one transform of the query) and the outputs come out transformed, as
     /// the database pass reads them: the leaves' own transforms are saved. Both forms give the same outputs.
     public func expandWords(_ ciphertext: Ciphertext, count: Int, evaluationForm: Bool = false) throws -> [[UInt32]]? {
+        guard let kernel = context.narrowKeySwitch else { return nil }
+        let output = SelectorWords(count: count, leafWords: kernel.ciphertextWords)
+        guard try expandWords(ciphertext, count: count, evaluationForm: evaluationForm, into: output, firstLeaf: 0)
+        else { return nil }
+        return (0..<count).map { output.words($0) }
+    }
+
+    /// Expands one query ciphertext into leaves `firstLeaf ..< firstLeaf + count` of `output`, each written once
+    /// (as `expandWords(_:count:evaluationForm:)` returns them); false when the parameters have no 32-bit kernel.
+    func expandWords(_ ciphertext: Ciphertext, count: Int, evaluationForm: Bool, into output: SelectorWords,
+                     firstLeaf: Int) throws -> Bool {
         guard count >= 1, count <= context.degree else { throw PIRError.invalidQuery("expansion to \(count) outputs") }
         guard let kernel = context.narrowKeySwitch, ciphertext.polys.count == 2,
-              ciphertext.moduliCount == kernel.rows else { return nil }
+              ciphertext.moduliCount == kernel.rows else { return false }
+        guard output.leafWords == kernel.ciphertextWords, firstLeaf >= 0, firstLeaf + count <= output.count else {
+            throw PIRError.invalidQuery("expansion outputs do not fit their buffer")
+        }
         let c = ciphertext.converted(to: .coeff)
         let n = context.degree
         let rows = kernel.rows
@@ -66,67 +80,72 @@ public struct QueryExpansion: Sendable {
         if evaluation {
             root.withUnsafeMutableBufferPointer { if let base = $0.baseAddress { kernel.forwardNTT(base) } }
         }
-        let leaves = try expandNarrow(consume root, count: count, level: 1, height: ceilLog2(count), threads: threads,
-                                      kernel: kernel, scratch: kernel.makeScratch(), evaluation: evaluation)
-        guard evaluationForm, !evaluation else { return leaves }
-        // No evaluation-form permutations for these moduli: transform the coefficient-form leaves.
-        return leaves.map { leaf in
-            var words = leaf
-            words.withUnsafeMutableBufferPointer { if let base = $0.baseAddress { kernel.forwardNTT(base) } }
-            return words
+        try expandNarrow(consume root, count: count, level: 1, height: ceilLog2(count), threads: threads,
+                         kernel: kernel, scratch: kernel.makeScratch(), evaluation: evaluation,
+                         output: output, slot: firstLeaf, slotStride: 1)
+        if evaluationForm, !evaluation {
+            // No evaluation-form permutations for these moduli: transform the coefficient-form leaves.
+            for k in firstLeaf..<(firstLeaf + count) { kernel.forwardNTT(output.leaf(k)) }
         }
+        return true
     }
 
     /// The subtree under `c` (which it takes over and reuses as its even half: a split writes into the buffers
-    /// the key switch has just touched, and allocates only its odd half).
+    /// the key switch has just touched, and allocates only its odd half). Its `count` outputs go to the leaves
+    /// `slot`, `slot + slotStride`, … of `output`: the even subtree's at even positions, the odd one's at odd
+    /// positions (the even subtree has the extra one when the count is odd).
     private func expandNarrow(_ c: consuming [UInt32], count: Int, level: Int, height: Int, threads: Int,
-                              kernel: NarrowKeySwitch, scratch: NarrowKeySwitch.Scratch, evaluation: Bool) throws
-        -> [[UInt32]] {
+                              kernel: NarrowKeySwitch, scratch: NarrowKeySwitch.Scratch, evaluation: Bool,
+                              output: SelectorWords, slot: Int, slotStride: Int) throws {
         var even = c
         if count == 1 {
-            guard level <= height else { return [even] }
-            // The last level's doubling: c + c (the same in either form).
-            let n = context.degree
-            even.withUnsafeMutableBufferPointer { w in
+            let leaf = output.leaf(slot)
+            even.withUnsafeBufferPointer { w in
+                guard let src = w.baseAddress else { return }
+                guard level <= height else {
+                    leaf.update(from: src, count: output.leafWords)
+                    return
+                }
+                // The last level's doubling: c + c (the same in either form).
+                let n = context.degree
                 for poly in 0..<2 {
                     for (r, q) in kernel.moduli.enumerated() {
                         let base = (poly * kernel.rows + r) * n
                         for i in base..<(base + n) {
-                            let s = w[i] &+ w[i]
-                            w[i] = s >= q ? s &- q : s
+                            let s = src[i] &+ src[i]
+                            leaf[i] = s >= q ? s &- q : s
                         }
                     }
                 }
             }
-            return [even]
+            return
         }
         let second = count / 2
         let first = count - second
         var odd = try splitNarrow(&even, level: level, kernel: kernel, scratch: scratch, evaluation: evaluation)
-        let a: [[UInt32]]
-        let b: [[UInt32]]
+        let counts = [first, second]
+        let slots = [slot, slot + slotStride]
         if threads > 1, count >= 4 {
             let halves = [WordsBox(even), WordsBox(odd)]
             even = []
             odd = []
-            let counts = [first, second]
-            let slots = ResultSlots<[[UInt32]]>(count: 2)
+            let results = ResultSlots<Void>(count: 2)
             DispatchQueue.concurrentPerform(iterations: 2) { i in
-                slots.set(i, Result {
+                results.set(i, Result {
                     try expandNarrow(halves[i].take(), count: counts[i], level: level + 1, height: height,
                                      threads: threads / 2, kernel: kernel, scratch: kernel.makeScratch(),
-                                     evaluation: evaluation)
+                                     evaluation: evaluation, output: output, slot: slots[i], slotStride: 2 * slotStride)
                 })
             }
-            let results = try slots.values()
-            (a, b) = (results[0], results[1])
+            _ = try results.values()
         } else {
-            a = try expandNarrow(consume even, count: first, level: level + 1, height: height, threads: 1, kernel: kernel,
-                                 scratch: scratch, evaluation: evaluation)
-            b = try expandNarrow(consume odd, count: second, level: level + 1, height: height, threads: 1, kernel: kernel,
-                                 scratch: scratch, evaluation: evaluation)
+            try expandNarrow(consume even, count: first, level: level + 1, height: height, threads: 1, kernel: kernel,
+                             scratch: scratch, evaluation: evaluation, output: output, slot: slots[0],
+                             slotStride: 2 * slotStride)
+            try expandNarrow(consume odd, count: second, level: level + 1, height: height, threads: 1, kernel: kernel,
+                             scratch: scratch, evaluation: evaluation, output: output, slot: slots[1],
+                             slotStride: 2 * slotStride)
         }
-        return Self.interleave(a, b)
     }
 
     /// Splits `c` into its even half (in place) and its odd half (returned).

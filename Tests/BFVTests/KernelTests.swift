@@ -227,8 +227,20 @@ struct KernelTests {
         let outputs = Self.atEveryLevel { () -> [UInt64] in
             // Streams land as (pair, poly) = (s / 2, s % 2): pairs 64 words apart, polys 32.
             var out = [UInt32](repeating: .max, count: ((streams + 1) / 2) * 64)
-            out.withUnsafeMutableBufferPointer { o in
-                cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, sel, streams, q, UInt64.max / UInt64(q), lazy)
+            // The selectors are read in place: stream s of row r at `bases[s] + r · rowStride` (rows padded apart
+            // here, as the expansion's buffer pads its leaves).
+            let rowStride = streams * 32 + 24
+            var padded = [UInt32](repeating: .max, count: rows * rowStride)
+            for r in 0..<rows {
+                for i in 0..<(streams * 32) { padded[r * rowStride + i] = sel[r * streams * 32 + i] }
+            }
+            padded.withUnsafeBufferPointer { sp in
+                guard let base = sp.baseAddress else { return }
+                let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
+                out.withUnsafeMutableBufferPointer { o in
+                    cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, bases, rowStride, streams, q,
+                                    UInt64.max / UInt64(q), lazy)
+                }
             }
             return out.prefix(streams * 32).map { UInt64($0) }
         }

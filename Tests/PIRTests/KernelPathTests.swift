@@ -39,6 +39,16 @@ struct KernelPathTests {
             #expect(portable == general)
             #expect(try client.decrypt(replies: fused, keyword: keyword, secretKey: sk) == expected)
         }
+        // A batch (one database pass for every query, each query's selectors read from its own expansion buffer)
+        // answers each query as it is answered alone.
+        server.fusedPipeline = true
+        let queries = try asked.map { try client.generateQuery(keyword: $0.0, secretKey: sk).query }
+        let batch = try server.computeResponses(queries: queries.map { ($0, shard.parameters.batchSize, key) })
+        #expect(batch.count == queries.count)
+        for (i, query) in queries.enumerated() {
+            #expect(batch[i] == (try server.computeResponse(query: query, pirCalls: shard.parameters.batchSize, evaluationKey: key)))
+            #expect(try client.decrypt(replies: batch[i], keyword: asked[i].0, secretKey: sk) == asked[i].1)
+        }
     }
 
     @Test("expansion in evaluation form equals the coefficient-form expansion transformed", arguments: KeyCompression.allCases)

@@ -28,6 +28,7 @@ public enum TestPostgres {
 
     /// Runs `body` on a connection of its own to `settings`' server (its database, or `database`), closed
     /// whatever happens (an unclosed connection is a failed assertion in postgres-nio's debug builds).
+    @discardableResult
     public static func withConnection<T>(to settings: PostgresSettings, database: String? = nil,
                                          _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await PostgresConnection.connect(

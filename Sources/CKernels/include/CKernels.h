@@ -51,12 +51,13 @@ void cv_ntt32_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *
 /// The first-dimension scan of one 32-coefficient block of one column for `streams` selector polynomials:
 /// `out[s] = Σ_row pt[row] ⊙ sel[row][s] mod q` (32 coefficients each).
 ///
-/// `pt` is `[rows][32]`, `sel` is `[rows][streams][32]`; rows whose `present` byte is 0 are skipped. Products
+/// `pt` is `[rows][32]`; stream `s` of row `r` reads the 32 words at `sel[s] + r * sel_row_stride` (the selectors
+/// stay where the query expansion wrote them); rows whose `present` byte is 0 are skipped. Products
 /// accumulate in 64-bit lanes for at most `lazy` rows between reductions. Stream `s` writes 32 reduced values
 /// to `out + (s / 2) * out_pair_stride + (s % 2) * out_poly_stride`. `barrett` is `floor(2^64 / q)`.
 void cv_scan_block32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stride,
                      const uint32_t *pt, const uint8_t *present, size_t rows,
-                     const uint32_t *sel, size_t streams,
+                     const uint32_t *const *sel, size_t sel_row_stride, size_t streams,
                      uint32_t q, uint64_t barrett, size_t lazy);
 
 /// Constants of 32-bit key switching with one special modulus over `l` ciphertext moduli (all below 2^30).

@@ -57,6 +57,7 @@ public final class PostgresStore: Sendable {
     /// Runs `body` with the pool under the operation deadline (or `timeout`), mapping connection failures to
     /// `StoreError.unavailable` and server errors to their SQLSTATE; a transaction's error is the one its body
     /// threw (a typed `StoreError`, `NonceStoreFull`…), or the failed BEGIN/COMMIT's.
+    @discardableResult
     package func run<T: Sendable>(_ what: String, timeout: Duration? = nil,
                                   _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
         let client = self.client

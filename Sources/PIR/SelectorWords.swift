@@ -1,0 +1,63 @@
+import BFV
+
+/// A query's expanded selectors as 32-bit words, leaf after leaf in one allocation, where the expansion writes
+/// them and the database scan and the second dimension read them in place (no copy into a scan layout).
+///
+/// Leaf `k` starts at `k · stride` words; `stride` is the leaf's `2 polynomials × RNS rows × N` words plus a
+/// 256-byte pad, so the scan's reads of one coefficient block of every row (leaves apart by a power of two
+/// without it) spread over the cache sets instead of competing for a few. Each leaf is written by one thread
+/// before any reader starts, and only read afterwards, which is what makes sharing the words between threads safe.
+final class SelectorWords: @unchecked Sendable {
+    /// Leaves.
+    let count: Int
+    /// Words of one leaf.
+    let leafWords: Int
+    /// Words from one leaf to the next.
+    let stride: Int
+    /// The words (uninitialized until the leaves are written), on a cache-line boundary so each 128-byte scan
+    /// block is two whole lines.
+    let pointer: UnsafeMutablePointer<UInt32>
+    /// The allocation `pointer` lies in (the allocator's 16-byte alignment: an aligned allocation of this size
+    /// would be a fresh mapping every query, faulted in and zeroed page by page).
+    private let allocation: UnsafeMutablePointer<UInt32>
+
+    /// Padding between leaves, in words.
+    static let padWords = 64
+
+    /// Room for `count` leaves of `leafWords` words each.
+    init(count: Int, leafWords: Int) {
+        self.count = count
+        self.leafWords = leafWords
+        self.stride = leafWords + Self.padWords
+        allocation = .allocate(capacity: count * stride + 16)
+        let misalignment = Int(bitPattern: allocation) & 63
+        pointer = allocation + (misalignment == 0 ? 0 : (64 - misalignment) / 4)
+    }
+
+    /// The first word of leaf `k`.
+    func leaf(_ k: Int) -> UnsafeMutablePointer<UInt32> {
+        precondition(k >= 0 && k < count, "selector leaf \(k) of \(count)")
+        return pointer + k * stride
+    }
+
+    /// Leaf `k`'s words, copied.
+    func words(_ k: Int) -> [UInt32] {
+        Array(UnsafeBufferPointer(start: leaf(k), count: leafWords))
+    }
+
+    deinit {
+        allocation.deallocate()
+    }
+}
+
+/// One leaf of a `SelectorWords`, read in place by the second dimension's products.
+struct SelectorLeaf: CiphertextWords {
+    let words: SelectorWords
+    let index: Int
+
+    var wordCount: Int { words.leafWords }
+
+    func withWords<R>(_ body: (UnsafeBufferPointer<UInt32>) throws -> R) rethrows -> R {
+        try withExtendedLifetime(words) { try body(UnsafeBufferPointer(start: words.leaf(index), count: words.leafWords)) }
+    }
+}
