@@ -6,9 +6,6 @@ public struct KeySwitchKey: Sendable, Equatable {
     /// 32-bit copies of each `K_j` (`c0` rows then `a` rows) when every modulus has at most 30 bits: the
     /// pre-transformed form the fast key switch reads.
     let narrow: [[UInt32]]?
-    /// 32-bit Shoup quotients of `narrow` (`⌊k·2^32/m⌋` for each word's modulus m): the pre-transformed key the
-    /// fused expansion kernel multiplies with, so its products stay in 32-bit lanes.
-    let narrowShoup: [[UInt32]]?
 
     public static func == (lhs: KeySwitchKey, rhs: KeySwitchKey) -> Bool { lhs.ciphertexts == rhs.ciphertexts }
 
@@ -27,45 +24,10 @@ public struct KeySwitchKey: Sendable, Equatable {
         }
         self.ciphertexts = ciphertexts
         if ctx.keyContext.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
-            let moduli = ctx.keyContext.moduli.map(\.value)
-            let n = ctx.degree
-            var narrow: [[UInt32]] = []
-            var shoup: [[UInt32]] = []
-            for ct in ciphertexts {
-                let count = 2 * moduli.count * n
-                var words = [UInt32](repeating: 0, count: count)
-                // ⌊k·2^32/m⌋ from a floating-point estimate corrected by at most a step each way (no 64-bit
-                // division per word: keys are parsed on every cache fill).
-                var quotients = [UInt32](repeating: 0, count: count)
-                words.withUnsafeMutableBufferPointer { w in
-                    quotients.withUnsafeMutableBufferPointer { sq in
-                        for (poly, p) in ct.polys.enumerated() {
-                            p.data.withUnsafeBufferPointer { src in
-                                for (row, m) in moduli.enumerated() {
-                                    let scale = 4_294_967_296.0 / Double(m)
-                                    let base = (poly * moduli.count + row) * n
-                                    for j in 0..<n {
-                                        let k = src[row * n + j]
-                                        let target = k << 32
-                                        var quotient = UInt64(Double(k) * scale)
-                                        if quotient &* m > target { quotient -= 1 }
-                                        if (quotient + 1) &* m <= target { quotient += 1 }
-                                        w[base + j] = UInt32(truncatingIfNeeded: k)
-                                        sq[base + j] = UInt32(truncatingIfNeeded: quotient)
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                narrow.append(words)
-                shoup.append(quotients)
-            }
-            self.narrow = narrow
-            self.narrowShoup = shoup
+            // Residues below 2^30 fit the 32-bit words as they are.
+            narrow = ciphertexts.map { ct in ct.polys.flatMap { $0.data.map { UInt32(truncatingIfNeeded: $0) } } }
         } else {
-            self.narrow = nil
-            self.narrowShoup = nil
+            narrow = nil
         }
     }
 
@@ -109,10 +71,10 @@ public struct KeySwitchKey: Sendable, Equatable {
 
 extension KeySwitchKey {
     /// Bytes this key holds in memory: the 64-bit polynomial coefficients of its ciphertexts and the 32-bit
-    /// narrow copies (words and Shoup quotients) the fused key switch uses. What a cache of parsed keys charges.
+    /// narrow copies the fused key switch uses. What a cache of parsed keys charges.
     public var memoryBytes: Int {
         let wide = ciphertexts.reduce(0) { total, ct in total + ct.polys.reduce(0) { $0 + $1.data.count * 8 } }
-        let narrowBytes = (narrow ?? []).reduce(0) { $0 + $1.count * 4 } + (narrowShoup ?? []).reduce(0) { $0 + $1.count * 4 }
+        let narrowBytes = (narrow ?? []).reduce(0) { $0 + $1.count * 4 }
         return wide + narrowBytes
     }
 }

@@ -26,7 +26,7 @@ public final class NarrowKeySwitch: @unchecked Sendable {
     /// Prepares the constants for a context's key moduli (`ciphertextRows` of them plus the special modulus), or
     /// nil when a modulus is wider than 30 bits, the degree is below 32 or there is no special modulus.
     init?(keyContext key: PolyContext, ciphertextRows l: Int, constants: KeySwitchingConstants?) {
-        guard let ks = constants, key.degree >= 32, l + 1 == key.rowCount else { return nil }
+        guard let ks = constants, key.degree >= 32, l + 1 == key.rowCount, l <= Int(CV_MAX_KEYSWITCH_MODULI) else { return nil }
         var tables: [NTT32Tables] = []
         for row in 0..<key.rowCount {
             guard let t = key.ntt[row]?.narrow else { return nil }
@@ -142,24 +142,18 @@ public final class NarrowKeySwitch: @unchecked Sendable {
     /// (`ciphertextWords` words, distinct buffers).
     public func applyGalois(_ out: UnsafeMutablePointer<UInt32>, _ input: UnsafePointer<UInt32>, element g: Int,
                             key: KeySwitchKey, scratch: Scratch) throws {
-        guard let narrow = key.narrow, let shoup = key.narrowShoup, narrow.count == rows else {
+        guard let narrow = key.narrow, narrow.count == rows else {
             throw HEError.incompatibleOperands("the key has no 32-bit form for \(rows) moduli")
         }
         guard g > 0, g < 2 * degree, g & 1 == 1 else { throw HEError.incompatibleOperands("Galois element \(g)") }
         Self.withPointers(narrow) { keys in
-            Self.withPointers(shoup) { shoups in
-                keys.withUnsafeBufferPointer { kp in
-                    shoups.withUnsafeBufferPointer { sp in
-                        if let table = galoisTables[g] {
-                            table.withUnsafeBufferPointer { t in
-                                cv_galois_keyswitch32(out, input, g, t.baseAddress, params, kp.baseAddress,
-                                                      sp.baseAddress, keyRows, scratch.words)
-                            }
-                        } else {
-                            cv_galois_keyswitch32(out, input, g, nil, params, kp.baseAddress, sp.baseAddress, keyRows,
-                                                  scratch.words)
-                        }
+            keys.withUnsafeBufferPointer { kp in
+                if let table = galoisTables[g] {
+                    table.withUnsafeBufferPointer { t in
+                        cv_galois_keyswitch32(out, input, g, t.baseAddress, params, kp.baseAddress, keyRows, scratch.words)
                     }
+                } else {
+                    cv_galois_keyswitch32(out, input, g, nil, params, kp.baseAddress, keyRows, scratch.words)
                 }
             }
         }
@@ -173,21 +167,16 @@ public final class NarrowKeySwitch: @unchecked Sendable {
     /// `applyGalois`'s output word for word. Only for the expansion elements `2^k + 1`.
     public func applyGaloisEvaluation(_ out: UnsafeMutablePointer<UInt32>, _ input: UnsafePointer<UInt32>,
                                       element g: Int, key: KeySwitchKey, scratch: Scratch) throws {
-        guard let narrow = key.narrow, let shoup = key.narrowShoup, narrow.count == rows else {
+        guard let narrow = key.narrow, narrow.count == rows else {
             throw HEError.incompatibleOperands("the key has no 32-bit form for \(rows) moduli")
         }
         guard let perm = evaluationPermutations[g] else {
             throw HEError.incompatibleOperands("Galois element \(g) has no evaluation-form permutation")
         }
         Self.withPointers(narrow) { keys in
-            Self.withPointers(shoup) { shoups in
-                keys.withUnsafeBufferPointer { kp in
-                    shoups.withUnsafeBufferPointer { sp in
-                        perm.withUnsafeBufferPointer { t in
-                            cv_galois_keyswitch32_eval(out, input, t.baseAddress, params, kp.baseAddress, sp.baseAddress,
-                                                       keyRows, scratch.words)
-                        }
-                    }
+            keys.withUnsafeBufferPointer { kp in
+                perm.withUnsafeBufferPointer { t in
+                    cv_galois_keyswitch32_eval(out, input, t.baseAddress, params, kp.baseAddress, keyRows, scratch.words)
                 }
             }
         }

@@ -10,7 +10,7 @@ static inline uint32_t reduce_small(uint32_t x, uint32_t m, uint64_t barrett32) 
     return r >= m ? r - m : r;
 }
 
-size_t cv_keyswitch_scratch32(const cv_keyswitch_params *pp) { return (4 * pp->l + 3) * pp->n; }
+size_t cv_keyswitch_scratch32(const cv_keyswitch_params *pp) { return (5 * pp->l + 2) * pp->n; }
 
 void cv_galois_table(uint32_t *table, size_t n, size_t galois_element) {
     const size_t mask = 2 * n - 1;
@@ -46,18 +46,22 @@ static inline uint32_t times_p_inverse(uint32_t v, uint32_t q, uint32_t p_inv, u
     return r;
 }
 
-// a += d ⊙ k (mod m, kept in [0, 2m)) for both key polynomials, with the key's Shoup quotients.
-#define CV_DIGIT_PRODUCTS(NAME, ATTR)                                                                           \
-ATTR static void NAME(uint32_t *restrict a0, uint32_t *restrict a1, const uint32_t *restrict d,                  \
-                      const uint32_t *restrict k0, const uint32_t *restrict k0s, const uint32_t *restrict k1,    \
-                      const uint32_t *restrict k1s, size_t n, uint32_t m, int first) {                          \
-    const uint32_t two_m = 2 * m;                                                                               \
-    for (size_t i = 0; i < n; i++) {                                                                            \
-        uint32_t x0 = shoup_lazy(d[i], k0[i], k0s[i], m) + (first ? 0 : a0[i]);                                 \
-        uint32_t x1 = shoup_lazy(d[i], k1[i], k1s[i], m) + (first ? 0 : a1[i]);                                 \
-        a0[i] = x0 >= two_m ? x0 - two_m : x0;                                                                  \
-        a1[i] = x1 >= two_m ? x1 - two_m : x1;                                                                  \
-    }                                                                                                           \
+// a0 = Σ_j d_j ⊙ k0_j and a1 = Σ_j d_j ⊙ k1_j (mod m, fully reduced) over the l digits: the products summed in
+// 64 bits (eight at most between reductions, below 2^63 for moduli below 2^30) and reduced once, so the key is read
+// without Shoup quotients and each output row is written once.
+static void digit_products_portable(uint32_t *restrict a0, uint32_t *restrict a1, const uint32_t *const *d,
+                                    const uint32_t *const *k0, const uint32_t *const *k1, size_t l, size_t n,
+                                    uint32_t m) {
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x0 = 0, x1 = 0;
+        for (size_t j = 0; j < l; j++) {
+            x0 += (uint64_t)d[j][i] * k0[j][i];
+            x1 += (uint64_t)d[j][i] * k1[j][i];
+            if ((j & 7) == 7) { x0 %= m; x1 %= m; }
+        }
+        a0[i] = (uint32_t)(x0 % m);
+        a1[i] = (uint32_t)(x1 % m);
+    }
 }
 
 // σ_g through a precomputed gather table: out[j] = ±in[table[j] & 0x7fffffff], negated when the top bit is set.
@@ -148,7 +152,6 @@ ATTR static void NAME(uint32_t *restrict c, uint32_t *restrict r, const uint32_t
     }                                                                                                           \
 }
 
-CV_DIGIT_PRODUCTS(digit_products_portable, )
 CV_GALOIS(galois_portable, )
 CV_DROP_SPECIAL(drop_special_portable, )
 CV_COMBINE(combine_portable, )
@@ -160,23 +163,44 @@ CV_COMBINE_EVAL(combine_eval_portable, )
 #if defined(__x86_64__)
 #include "Lanes32.h"
 
-// The digit products and the evaluation-form split written with the shared lane helpers (the compiler's own
-// vectorization of the 64-bit Shoup products above spends several shuffles per product).
-AVX512 static void digit_products_avx512(uint32_t *restrict a0, uint32_t *restrict a1, const uint32_t *restrict d,
-                                         const uint32_t *restrict k0, const uint32_t *restrict k0s,
-                                         const uint32_t *restrict k1, const uint32_t *restrict k1s, size_t n,
-                                         uint32_t m, int first) {
+// The digit products with 64-bit lane sums: vpmuludq on the even lanes and on the odd lanes swapped down, one
+// Barrett reduction per output lane: q̂ = ⌊⌊x / 2^(b−1)⌋ · ⌊2^(b+31) / m⌋ / 2^32⌋ for b-bit m, within 2 of ⌊x / m⌋
+// while x < 2^(b+31), which the caller guarantees (l · m² below it). Four multiplies per 16 lanes and digit
+// against six for a Shoup product, and half the key bytes.
+AVX512 static inline __m512i reduce_wide(__m512i x, __m128i shift, __m512i mu, __m512i vm) {
+    const __m512i qhat = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_srl_epi64(x, shift), mu), 32);
+    return _mm512_sub_epi64(x, _mm512_mul_epu32(qhat, vm));
+}
+
+AVX512 static void digit_products_avx512(uint32_t *restrict a0, uint32_t *restrict a1, const uint32_t *const *d,
+                                         const uint32_t *const *k0, const uint32_t *const *k1, size_t l, size_t n,
+                                         uint32_t m) {
+    const int b = 32 - __builtin_clz(m);
+    if ((uint64_t)l > (1ull << (31 - b))) {
+        digit_products_portable(a0, a1, d, k0, k1, l, n, m);
+        return;
+    }
     const __m512i vm = _mm512_set1_epi32((int)m), v2m = _mm512_set1_epi32((int)(2 * m));
+    const __m512i mu = _mm512_set1_epi64((long long)((1ull << (b + 31)) / m));
+    const __m128i shift = _mm_cvtsi32_si128(b - 1);
     for (size_t i = 0; i < n; i += 16) {
-        const __m512i v = _mm512_loadu_si512(d + i);
-        __m512i x0 = vmul_shoup_lazy(v, _mm512_loadu_si512(k0 + i), _mm512_loadu_si512(k0s + i), vm);
-        __m512i x1 = vmul_shoup_lazy(v, _mm512_loadu_si512(k1 + i), _mm512_loadu_si512(k1s + i), vm);
-        if (!first) {
-            x0 = _mm512_add_epi32(x0, _mm512_loadu_si512(a0 + i));
-            x1 = _mm512_add_epi32(x1, _mm512_loadu_si512(a1 + i));
+        __m512i e0 = _mm512_setzero_si512(), o0 = e0, e1 = e0, o1 = e0;
+        for (size_t j = 0; j < l; j++) {
+            const __m512i v = _mm512_loadu_si512(d[j] + i), vo = _mm512_shuffle_epi32(v, _MM_PERM_CDAB);
+            const __m512i x = _mm512_loadu_si512(k0[j] + i), y = _mm512_loadu_si512(k1[j] + i);
+            e0 = _mm512_add_epi64(e0, _mm512_mul_epu32(v, x));
+            o0 = _mm512_add_epi64(o0, _mm512_mul_epu32(vo, _mm512_shuffle_epi32(x, _MM_PERM_CDAB)));
+            e1 = _mm512_add_epi64(e1, _mm512_mul_epu32(v, y));
+            o1 = _mm512_add_epi64(o1, _mm512_mul_epu32(vo, _mm512_shuffle_epi32(y, _MM_PERM_CDAB)));
         }
-        _mm512_storeu_si512(a0 + i, vmin_sub(x0, v2m));
-        _mm512_storeu_si512(a1 + i, vmin_sub(x1, v2m));
+        // Remainders below 3m < 2^32: the odd lanes' move back up into the high halves, then two conditional
+        // subtractions.
+        __m512i r0 = _mm512_mask_shuffle_epi32(reduce_wide(e0, shift, mu, vm), 0xAAAA,
+                                               reduce_wide(o0, shift, mu, vm), _MM_PERM_CDAB);
+        __m512i r1 = _mm512_mask_shuffle_epi32(reduce_wide(e1, shift, mu, vm), 0xAAAA,
+                                               reduce_wide(o1, shift, mu, vm), _MM_PERM_CDAB);
+        _mm512_storeu_si512(a0 + i, vmin_sub(vmin_sub(r0, v2m), vm));
+        _mm512_storeu_si512(a1 + i, vmin_sub(vmin_sub(r1, v2m), vm));
     }
 }
 
@@ -203,50 +227,51 @@ CV_DROP_EVAL(drop_eval_avx512, AVX512)
 #define CV_PICK(name) name##_portable
 #endif
 
-// The key-switch products of both kernels: for every output modulus k (p last) and digit j, the digit (digit j's
-// coefficient-form row, reduced into m_k and transformed; or `diagonal`'s row j as it is when j = k and the caller
-// has it transformed) times key j's row, summed lazily into ks's rows (2 × (l + 1), evaluation form, below 2m).
+// The key-switch products of both kernels: for every output modulus k (p last) the l digits (digit j's
+// coefficient-form row, reduced into m_k and transformed, into `digit` row j; or `diagonal`'s row j as it is when
+// j = k and the caller has it transformed) times the key's rows, into ks's rows (2 × (l + 1), evaluation form,
+// fully reduced). `digit` has l rows.
 static void keyswitch_products(uint32_t *ks, const uint32_t *digits, const uint32_t *diagonal,
-                               const cv_keyswitch_params *pp, const uint32_t *const *key,
-                               const uint32_t *const *key_shoup, size_t key_rows, uint32_t *digit) {
+                               const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
+                               uint32_t *digit) {
     const size_t n = pp->n, l = pp->l;
-    void (*products)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *,
-                     const uint32_t *, size_t, uint32_t, int) = CV_PICK(digit_products);
+    void (*products)(uint32_t *, uint32_t *, const uint32_t *const *, const uint32_t *const *,
+                     const uint32_t *const *, size_t, size_t, uint32_t) = CV_PICK(digit_products);
+    const uint32_t *d[CV_MAX_KEYSWITCH_MODULI], *k0[CV_MAX_KEYSWITCH_MODULI], *k1[CV_MAX_KEYSWITCH_MODULI];
     for (size_t k = 0; k <= l; k++) {
         const size_t key_row = k < l ? k : key_rows - 1;
         const uint32_t m = pp->moduli[k];
-        uint32_t *o0 = ks + k * n, *o1 = ks + (l + 1 + k) * n;
         for (size_t j = 0; j < l; j++) {
-            const uint32_t *d = digit;
+            k0[j] = key[j] + key_row * n;
+            k1[j] = key[j] + (key_rows + key_row) * n;
             if (diagonal && j == k) {
-                d = diagonal + j * n;
-            } else {
-                const uint32_t *src = digits + j * n;
-                // The forward NTT takes any input below 4m (its first butterfly reduces below 2m), so a digit
-                // from a modulus below 4m needs no reduction.
-                if ((uint64_t)pp->moduli[j] >= 4 * (uint64_t)m) {
-                    for (size_t i = 0; i < n; i++) digit[i] = reduce_small(src[i], m, pp->barrett32[k]);
-                } else {
-                    memcpy(digit, src, n * sizeof(uint32_t));
-                }
-                cv_ntt32_forward(digit, n, pp->fwd[k], pp->fwd_shoup[k], m);
+                d[j] = diagonal + j * n;
+                continue;
             }
-            const uint32_t *kj = key[j], *kjs = key_shoup[j];
-            products(o0, o1, d, kj + key_row * n, kjs + key_row * n, kj + (key_rows + key_row) * n,
-                     kjs + (key_rows + key_row) * n, n, m, j == 0);
+            uint32_t *row = digit + j * n;
+            const uint32_t *src = digits + j * n;
+            // The forward NTT takes any input below 4m (its first butterfly reduces below 2m), so a digit
+            // from a modulus below 4m needs no reduction.
+            if ((uint64_t)pp->moduli[j] >= 4 * (uint64_t)m) {
+                for (size_t i = 0; i < n; i++) row[i] = reduce_small(src[i], m, pp->barrett32[k]);
+            } else {
+                memcpy(row, src, n * sizeof(uint32_t));
+            }
+            cv_ntt32_forward(row, n, pp->fwd[k], pp->fwd_shoup[k], m);
+            d[j] = row;
         }
+        products(ks + k * n, ks + (l + 1 + k) * n, d, k0, k1, l, n, m);
     }
 }
 
 void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element, const uint32_t *galois_table,
-                           const cv_keyswitch_params *pp, const uint32_t *const *key,
-                           const uint32_t *const *key_shoup, size_t key_rows,
+                           const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
                            uint32_t *scratch32) {
     const size_t n = pp->n, l = pp->l, two_n = 2 * n, mask = two_n - 1;
     uint32_t *rot0 = scratch32;                 // σ(c0), l rows
     uint32_t *rot1 = scratch32 + l * n;         // σ(c1), l rows
     uint32_t *ks = rot1 + l * n;                // key-switch output: 2 × (l + 1) rows
-    uint32_t *digit = ks + 2 * (l + 1) * n;     // one digit row
+    uint32_t *digit = ks + 2 * (l + 1) * n;     // the digit rows, l of them
     // σ_g on both polynomials: coefficient i goes to i·g mod 2n, negated past n.
     void (*galois)(uint32_t *, const uint32_t *, const uint32_t *, size_t, uint32_t) = CV_PICK(galois);
     for (size_t poly = 0; poly < 2 && galois_table; poly++) {
@@ -268,8 +293,7 @@ void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_elem
             }
         }
     }
-    keyswitch_products(ks, rot1, 0, pp, key, key_shoup, key_rows, digit);
-    // The products are below 2m, which the inverse NTT accepts (its outputs are fully reduced).
+    keyswitch_products(ks, rot1, 0, pp, key, key_rows, digit);
     for (size_t k = 0; k <= l; k++) {
         for (size_t poly = 0; poly < 2; poly++) {
             cv_ntt32_inverse(ks + (poly * (l + 1) + k) * n, n, pp->inv[k], pp->inv_shoup[k], pp->moduli[k],
@@ -302,13 +326,13 @@ void cv_expand_combine32(uint32_t *even, uint32_t *odd, const uint32_t *c, const
 }
 
 void cv_galois_keyswitch32_eval(uint32_t *out, const uint32_t *in, const uint32_t *perm,
-                                const cv_keyswitch_params *pp, const uint32_t *const *key,
-                                const uint32_t *const *key_shoup, size_t key_rows, uint32_t *scratch32) {
+                                const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
+                                uint32_t *scratch32) {
     const size_t n = pp->n, l = pp->l;
     uint32_t *rot1 = scratch32;                 // σ(c1), evaluation form, l rows
     uint32_t *coef = rot1 + l * n;              // σ(c1), coefficient form: the digits, l rows
     uint32_t *ks = coef + l * n;                // key-switch output: 2 × (l + 1) rows
-    uint32_t *digit = ks + 2 * (l + 1) * n;     // one digit row, then one correction row
+    uint32_t *digit = ks + 2 * (l + 1) * n;     // the digit rows (l), then one correction row
     void (*permute)(uint32_t *, const uint32_t *, const uint32_t *, size_t) = CV_PICK(permute);
     for (size_t j = 0; j < l; j++) {
         permute(rot1 + j * n, in + (l + j) * n, perm, n);
@@ -316,7 +340,7 @@ void cv_galois_keyswitch32_eval(uint32_t *out, const uint32_t *in, const uint32_
         cv_ntt32_inverse(coef + j * n, n, pp->inv[j], pp->inv_shoup[j], pp->moduli[j], pp->inv_n[j],
                          pp->inv_n_shoup[j]);
     }
-    keyswitch_products(ks, coef, rot1, pp, key, key_shoup, key_rows, digit);
+    keyswitch_products(ks, coef, rot1, pp, key, key_rows, digit);
     // Divide by p with rounding: the p rows to coefficient form, their corrections to each q_i's evaluation form;
     // c0 gains σ(c0), permuted on the way.
     void (*correction)(uint32_t *, const uint32_t *, size_t, uint32_t, uint64_t, uint32_t, uint32_t, uint32_t) =

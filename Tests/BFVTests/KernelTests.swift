@@ -101,6 +101,34 @@ struct KernelTests {
         }
     }
 
+    @Test("digit products at their bound (every key residue m − 1, diagonal digits q − 1): every level gives the same words")
+    func digitProductsAtTheBound() throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let kernel = try #require(context.narrowKeySwitch)
+        let n = context.degree
+        let keyContext = context.keyContext
+        let largest = try PolyRq(context: keyContext, format: .eval,
+                                 data: keyContext.moduli.flatMap { [UInt64](repeating: $0.value - 1, count: n) })
+        let ksk = try KeySwitchKey(ciphertexts: (0..<kernel.rows).map { _ in
+            try Ciphertext(context: context, polys: [largest, largest])
+        })
+        // In evaluation form the digit of row k at modulus k is σ(c1)'s row k as it is: all q_k − 1 here, so those
+        // products are (m − 1)², the largest the 64-bit sums and their reduction see.
+        let input = kernel.moduli.flatMap { [UInt32](repeating: $0 - 1, count: n) } + kernel.moduli.flatMap { [UInt32](repeating: $0 - 1, count: n) }
+        let outputs = try Self.atEveryLevel { () -> [UInt32] in
+            var out = [UInt32](repeating: 0, count: kernel.ciphertextWords)
+            try input.withUnsafeBufferPointer { src in
+                try out.withUnsafeMutableBufferPointer { dst in
+                    try kernel.applyGaloisEvaluation(dst.baseAddress!, src.baseAddress!, element: n + 1, key: ksk,
+                                                     scratch: kernel.makeScratch())
+                }
+            }
+            return out
+        }
+        for out in outputs { #expect(out == outputs[0]) }
+        #expect(outputs[0].contains { $0 != 0 })
+    }
+
     @Test("evaluation-form key switch and split equal the coefficient-form ones transformed, at every level")
     func galoisKeySwitchEvaluation() throws {
         let (context, kernel, elements, key, _, input) = try Self.galoisFixture { n in [n + 1, n / 2 + 1, 17, 3] }

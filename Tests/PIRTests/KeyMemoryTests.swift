@@ -4,7 +4,8 @@ import LookupProtocol
 import Testing
 
 /// What a parsed evaluation key costs in memory, which the parsed-key cache charges: its 64-bit coefficients and
-/// the 32-bit narrow copies, about nine times the serialized (seeded, packed) key, not the four times once assumed.
+/// the 32-bit narrow copies (12 bytes per residue), about seven times the serialized (seeded, packed) key, not the
+/// four times once assumed.
 @Suite("Parsed key memory")
 struct KeyMemoryTests {
     @Test("memoryBytes counts every polynomial and narrow copy, 6–12× the serialized size")

@@ -60,7 +60,11 @@ void cv_scan_block32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stri
                      const uint32_t *const *sel, size_t sel_row_stride, size_t streams,
                      uint32_t q, uint64_t barrett, size_t lazy);
 
-/// Constants of 32-bit key switching with one special modulus over `l` ciphertext moduli (all below 2^30).
+/// Ciphertext moduli 32-bit key switching supports (its digit tables live on the stack).
+#define CV_MAX_KEYSWITCH_MODULI 16
+
+/// Constants of 32-bit key switching with one special modulus over `l` ciphertext moduli (all below 2^30,
+/// `l` at most `CV_MAX_KEYSWITCH_MODULI`).
 /// Arrays of length `l + 1` are indexed by modulus, the special modulus `p` last.
 typedef struct {
     size_t n;                          ///< ring degree (a power of two, at least 32)
@@ -88,10 +92,9 @@ void cv_galois_table(uint32_t *table, size_t n, size_t galois_element);
 /// `σ_g` of a ciphertext followed by key switching back to the secret key, all in coefficient form:
 /// `in`/`out` are 2 polynomials × `l` rows × `n` words (distinct buffers). `galois_table` is `σ_g`'s table from
 /// `cv_galois_table` (or NULL to compute the map inline). `key[j]` is digit j's key ciphertext,
-/// `[2][key_rows][n]`, its last row over p, and `key_shoup[j]` its Shoup quotients per row modulus.
+/// `[2][key_rows][n]`, its last row over p.
 void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_element, const uint32_t *galois_table,
-                           const cv_keyswitch_params *pp, const uint32_t *const *key,
-                           const uint32_t *const *key_shoup, size_t key_rows,
+                           const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
                            uint32_t *scratch32);
 
 /// `cv_galois_keyswitch32` on evaluation-form words (inputs and outputs fully reduced): `perm` is σ_g as a
@@ -99,8 +102,8 @@ void cv_galois_keyswitch32(uint32_t *out, const uint32_t *in, size_t galois_elem
 /// visit coefficient form, so query expansion can stay in evaluation form from the root to the leaves. Same
 /// scratch size; equals the transform of `cv_galois_keyswitch32`'s output word for word.
 void cv_galois_keyswitch32_eval(uint32_t *out, const uint32_t *in, const uint32_t *perm,
-                                const cv_keyswitch_params *pp, const uint32_t *const *key,
-                                const uint32_t *const *key_shoup, size_t key_rows, uint32_t *scratch32);
+                                const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
+                                uint32_t *scratch32);
 
 /// `cv_expand_combine32` on evaluation-form words, in place: `c` becomes the even half, `r` the odd one.
 /// `mono`/`mono_shoup` hold the transform of `x^{−shift}` per row (`l` rows of `n`) and its Shoup quotients;
