@@ -242,7 +242,8 @@ public struct MulPirServer: Sendable {
                 if twoDimensional {
                     let pairs = zip(selectors, cols).map { (a: $0, aEval: true, b: $1, bEval: true) }
                     let product = try sumOfProducts(pairs) { try context.multiplyAccumulate(words: $0) }
-                    reply = try context.relinearize(product, key: queries[i].evaluationKey)
+                    reply = try kernel.relinearize(product, key: queries[i].evaluationKey, context: context,
+                                                   scratch: kernel.makeScratch())
                 } else {
                     reply = try kernel.ciphertext(words: Array(cols[0]), format: .eval, context: context)
                         .converted(to: .coeff)

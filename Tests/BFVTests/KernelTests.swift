@@ -129,6 +129,41 @@ struct KernelTests {
         #expect(outputs[0].contains { $0 != 0 })
     }
 
+    @Test("relinearization on 32-bit words equals Context.relinearize, at every level")
+    func relinearization() throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let kernel = try #require(context.narrowKeySwitch)
+        let secretKey = SecretKey(context: context)
+        let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: [], hasRelinearizationKey: true),
+                                    secretKey: secretKey)
+        var rng = TestRandom()
+        let t = context.plaintextModulus.value
+        let a = (0..<context.degree).map { _ in UInt64.random(in: 0..<t, using: &rng) }
+        let b = (0..<context.degree).map { _ in UInt64.random(in: 0..<t, using: &rng) }
+        let x = try context.encrypt(context.encodeCoefficients(a), secretKey: secretKey)
+        let y = try context.encrypt(context.encodeCoefficients(b), secretKey: secretKey)
+        let product = try context.multiplyAccumulate([(x, y)])
+        let expected = try context.relinearize(product, key: key)
+        let results = try Self.atEveryLevel {
+            try kernel.relinearize(product, key: key, context: context, scratch: kernel.makeScratch())
+        }
+        for r in results { #expect(r == expected) }
+        // And it decrypts to the product (a negacyclic convolution mod t).
+        var expectedProduct = [UInt64](repeating: 0, count: context.degree)
+        for i in 0..<context.degree where a[i] != 0 {
+            for j in 0..<context.degree {
+                let k = i + j
+                let v = a[i] * b[j] % t
+                if k < context.degree {
+                    expectedProduct[k] = (expectedProduct[k] + v) % t
+                } else {
+                    expectedProduct[k - context.degree] = (expectedProduct[k - context.degree] + t - v) % t
+                }
+            }
+        }
+        #expect(try context.decrypt(results[0], secretKey: secretKey).values == expectedProduct)
+    }
+
     @Test("evaluation-form key switch and split equal the coefficient-form ones transformed, at every level")
     func galoisKeySwitchEvaluation() throws {
         let (context, kernel, elements, key, _, input) = try Self.galoisFixture { n in [n + 1, n / 2 + 1, 17, 3] }
