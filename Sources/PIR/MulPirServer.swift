@@ -197,8 +197,10 @@ public struct MulPirServer: Sendable {
         let expanded: [SelectorWords] = try concurrentMap(queries.count) { i in
             let expansion = QueryExpansion(context: context, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
             let output = SelectorWords(count: p.expandedQueryCount, leafWords: kernel.ciphertextWords)
+            // As `expandEach`: each ciphertext expands to at most N selectors; one too many expands to none,
+            // which is an invalid query.
             var first = 0
-            for ct in queries[i].query where first < p.expandedQueryCount {
+            for ct in queries[i].query {
                 let count = min(p.expandedQueryCount - first, context.degree)
                 guard try expansion.expandWords(ct, count: count, evaluationForm: true, into: output, firstLeaf: first)
                 else { throw PIRError.invalidQuery("query ciphertexts do not fit the 32-bit expansion") }
