@@ -46,12 +46,33 @@ static inline uint32_t times_p_inverse(uint32_t v, uint32_t q, uint32_t p_inv, u
     return r;
 }
 
+// Barrett reduction of a sum of products x < 2^(b+31) for a b-bit m: q̂ = ⌊⌊x / 2^(b−1)⌋ · ⌊2^(b+31) / m⌋ / 2^32⌋
+// is within 2 of ⌊x / m⌋, and two conditional subtractions finish. The vector kernel computes the same.
+static inline uint32_t reduce_wide(uint64_t x, int b, uint64_t mu, uint32_t m) {
+    const uint64_t qhat = ((x >> (b - 1)) * mu) >> 32;
+    uint32_t r = (uint32_t)(x - qhat * m);
+    r = r >= 2 * m ? r - 2 * m : r;
+    return r >= m ? r - m : r;
+}
+
 // a0 = Σ_j d_j ⊙ k0_j and a1 = Σ_j d_j ⊙ k1_j (mod m, fully reduced) over the l digits: the products summed in
-// 64 bits (eight at most between reductions, below 2^63 for moduli below 2^30) and reduced once, so the key is read
-// without Shoup quotients and each output row is written once.
+// 64 bits and reduced once, so the key is read without Shoup quotients and each output row is written once.
+// Two digits (every Live Caller ID preset) get a loop of their own, which the compiler vectorizes; more digits
+// than the Barrett bound allows are reduced every eight products (below 2^63 for moduli below 2^30).
 static void digit_products_portable(uint32_t *restrict a0, uint32_t *restrict a1, const uint32_t *const *d,
                                     const uint32_t *const *k0, const uint32_t *const *k1, size_t l, size_t n,
                                     uint32_t m) {
+    const int b = 32 - __builtin_clz(m);
+    const uint64_t mu = (1ull << (b + 31)) / m;
+    if (l == 2 && b <= 30) {
+        const uint32_t *restrict d0 = d[0], *restrict d1 = d[1];
+        const uint32_t *restrict x0 = k0[0], *restrict x1 = k0[1], *restrict y0 = k1[0], *restrict y1 = k1[1];
+        for (size_t i = 0; i < n; i++) {
+            a0[i] = reduce_wide((uint64_t)d0[i] * x0[i] + (uint64_t)d1[i] * x1[i], b, mu, m);
+            a1[i] = reduce_wide((uint64_t)d0[i] * y0[i] + (uint64_t)d1[i] * y1[i], b, mu, m);
+        }
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         uint64_t x0 = 0, x1 = 0;
         for (size_t j = 0; j < l; j++) {
@@ -163,11 +184,10 @@ CV_COMBINE_EVAL(combine_eval_portable, )
 #if defined(__x86_64__)
 #include "Lanes32.h"
 
-// The digit products with 64-bit lane sums: vpmuludq on the even lanes and on the odd lanes swapped down, one
-// Barrett reduction per output lane: q̂ = ⌊⌊x / 2^(b−1)⌋ · ⌊2^(b+31) / m⌋ / 2^32⌋ for b-bit m, within 2 of ⌊x / m⌋
-// while x < 2^(b+31), which the caller guarantees (l · m² below it). Four multiplies per 16 lanes and digit
-// against six for a Shoup product, and half the key bytes.
-AVX512 static inline __m512i reduce_wide(__m512i x, __m128i shift, __m512i mu, __m512i vm) {
+// The digit products with 64-bit lane sums: vpmuludq on the even lanes and on the odd lanes swapped down, and the
+// Barrett reduction of `reduce_wide` per lane, valid while x < 2^(b+31), which l · m² below it guarantees. Four
+// multiplies per 16 lanes and digit against six for a Shoup product, and half the key bytes.
+AVX512 static inline __m512i vreduce_wide(__m512i x, __m128i shift, __m512i mu, __m512i vm) {
     const __m512i qhat = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_srl_epi64(x, shift), mu), 32);
     return _mm512_sub_epi64(x, _mm512_mul_epu32(qhat, vm));
 }
@@ -195,10 +215,10 @@ AVX512 static void digit_products_avx512(uint32_t *restrict a0, uint32_t *restri
         }
         // Remainders below 3m < 2^32: the odd lanes' move back up into the high halves, then two conditional
         // subtractions.
-        __m512i r0 = _mm512_mask_shuffle_epi32(reduce_wide(e0, shift, mu, vm), 0xAAAA,
-                                               reduce_wide(o0, shift, mu, vm), _MM_PERM_CDAB);
-        __m512i r1 = _mm512_mask_shuffle_epi32(reduce_wide(e1, shift, mu, vm), 0xAAAA,
-                                               reduce_wide(o1, shift, mu, vm), _MM_PERM_CDAB);
+        __m512i r0 = _mm512_mask_shuffle_epi32(vreduce_wide(e0, shift, mu, vm), 0xAAAA,
+                                               vreduce_wide(o0, shift, mu, vm), _MM_PERM_CDAB);
+        __m512i r1 = _mm512_mask_shuffle_epi32(vreduce_wide(e1, shift, mu, vm), 0xAAAA,
+                                               vreduce_wide(o1, shift, mu, vm), _MM_PERM_CDAB);
         _mm512_storeu_si512(a0 + i, vmin_sub(vmin_sub(r0, v2m), vm));
         _mm512_storeu_si512(a1 + i, vmin_sub(vmin_sub(r1, v2m), vm));
     }
