@@ -197,17 +197,10 @@ public struct MulPirServer: Sendable {
         let expanded: [SelectorWords] = try concurrentMap(queries.count) { i in
             let expansion = QueryExpansion(context: context, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
             let output = SelectorWords(count: p.expandedQueryCount, leafWords: kernel.ciphertextWords)
-            // As `expandEach`: each ciphertext expands to at most N selectors; one too many expands to none,
-            // which is an invalid query.
-            var first = 0
-            for ct in queries[i].query {
-                let count = min(p.expandedQueryCount - first, context.degree)
+            _ = try expandEach(queries[i].query) { ct, first, count -> [Void] in
                 guard try expansion.expandWords(ct, count: count, evaluationForm: true, into: output, firstLeaf: first)
                 else { throw PIRError.invalidQuery("query ciphertexts do not fit the 32-bit expansion") }
-                first += count
-            }
-            guard first == p.expandedQueryCount else {
-                throw PIRError.invalidQuery("\(queries[i].query.count) query ciphertexts for \(p.expandedQueryCount) selectors")
+                return []
             }
             return output
         }
@@ -278,16 +271,16 @@ public struct MulPirServer: Sendable {
         return product
     }
 
-    /// Runs `expand(ciphertext, outputs)` on each query ciphertext, each expanding to at most N of the
-    /// `expandedQueryCount` selectors, and concatenates the outputs.
-    private func expandEach<T>(_ query: [Ciphertext], _ expand: (Ciphertext, Int) throws -> [T]) throws -> [T] {
+    /// Runs `expand(ciphertext, first, count)` on each query ciphertext, each expanding to the next (at most N) of
+    /// the `expandedQueryCount` selectors, `first` being the index of its first one, and concatenates the outputs.
+    private func expandEach<T>(_ query: [Ciphertext], _ expand: (Ciphertext, Int, Int) throws -> [T]) throws -> [T] {
         var out: [T] = []
         out.reserveCapacity(parameters.expandedQueryCount)
-        var remaining = parameters.expandedQueryCount
+        var first = 0
         for ct in query {
-            let count = min(remaining, context.degree)
-            out.append(contentsOf: try expand(ct, count))
-            remaining -= count
+            let count = min(parameters.expandedQueryCount - first, context.degree)
+            out.append(contentsOf: try expand(ct, first, count))
+            first += count
         }
         return out
     }
@@ -295,7 +288,7 @@ public struct MulPirServer: Sendable {
     /// Expands one query into `(d0 + d1) · batch` selector ciphertexts.
     func expand(_ query: [Ciphertext], evaluationKey: EvaluationKey, threads: Int) throws -> [Ciphertext] {
         let expansion = QueryExpansion(context: context, evaluationKey: evaluationKey, threads: threads)
-        return try expandEach(query) { try expansion.expand($0, count: $1) }
+        return try expandEach(query) { ct, _, count in try expansion.expand(ct, count: count) }
     }
 
     /// First dimension with 64-bit plaintexts (moduli above 30 bits): one inner product per column.
