@@ -37,23 +37,32 @@ static void scan_block32_portable(uint32_t *out, size_t pair_stride, size_t poly
 #include <immintrin.h>
 #define AVX512 __attribute__((target("avx512f")))
 
-// Adds one stream's reduced accumulators (even and odd lanes of the two 16-word halves) into `total`
-// (coefficient order) and clears them.
-AVX512 __attribute__((always_inline)) static inline void spill(__m512i *e0, __m512i *o0, __m512i *e1, __m512i *o1,
-                                                               uint64_t *total, uint32_t q, uint64_t barrett) {
-    uint64_t lanes[4][8];
-    _mm512_storeu_si512(lanes[0], *e0);
-    _mm512_storeu_si512(lanes[1], *o0);
-    _mm512_storeu_si512(lanes[2], *e1);
-    _mm512_storeu_si512(lanes[3], *o1);
-    *e0 = *o0 = *e1 = *o1 = _mm512_setzero_si512();
-    for (int i = 0; i < 8; i++) {
-        total[2 * i] += barrett_reduce(lanes[0][i], q, barrett);
-        total[2 * i + 1] += barrett_reduce(lanes[1][i], q, barrett);
-        total[16 + 2 * i] += barrett_reduce(lanes[2][i], q, barrett);
-        total[16 + 2 * i + 1] += barrett_reduce(lanes[3][i], q, barrett);
-    }
+#define AVX512DQ __attribute__((target("avx512f,avx512dq")))
+
+// `x mod q` in each 64-bit lane, for q ≥ 2^16: the quotient estimated in double precision is within 1 of the true
+// one (its relative error is below 2^-51 and x/q < 2^48), the exact remainder in [-q, 2q) is then corrected once
+// each way.
+AVX512DQ __attribute__((always_inline)) static inline __m512i reduce_lanes(__m512i x, __m512d inv_q, __m512i vq) {
+    const __m512i qhat = _mm512_cvttpd_epu64(_mm512_mul_pd(_mm512_cvtepu64_pd(x), inv_q));
+    __m512i r = _mm512_sub_epi64(x, _mm512_mullo_epi64(qhat, vq));
+    r = _mm512_mask_add_epi64(r, _mm512_cmplt_epi64_mask(r, _mm512_setzero_si512()), r, vq);
+    return _mm512_min_epu64(r, _mm512_sub_epi64(r, vq));
 }
+
+// Adds one stream's reduced accumulators (even and odd lanes of the two 16-word halves) into its totals (same
+// lane order) and clears them.
+AVX512DQ __attribute__((always_inline)) static inline void spill(__m512i *e0, __m512i *o0, __m512i *e1, __m512i *o1,
+                                                                 __m512i *total, __m512d inv_q, __m512i vq) {
+    total[0] = _mm512_add_epi64(total[0], reduce_lanes(*e0, inv_q, vq));
+    total[1] = _mm512_add_epi64(total[1], reduce_lanes(*o0, inv_q, vq));
+    total[2] = _mm512_add_epi64(total[2], reduce_lanes(*e1, inv_q, vq));
+    total[3] = _mm512_add_epi64(total[3], reduce_lanes(*o1, inv_q, vq));
+    *e0 = *o0 = *e1 = *o1 = _mm512_setzero_si512();
+}
+
+// Lane picks of permutex2var: the low words of the even-lane totals interleaved with those of the odd-lane totals
+// (coefficient order).
+static const int32_t interleave_low[16] __attribute__((aligned(64))) = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30};
 
 // Accumulators of stream g are named variables (not an array), so they stay in registers.
 #define CV_ACC_DECL(g)                                                                                          \
@@ -70,26 +79,29 @@ AVX512 __attribute__((always_inline)) static inline void spill(__m512i *e0, __m5
         e1_##g = _mm512_add_epi64(e1_##g, _mm512_mul_epu32(p1, s1));                                             \
         o1_##g = _mm512_add_epi64(o1_##g, _mm512_mul_epu32(p1o, _mm512_srli_epi64(s1, 32)));                     \
     }
-#define CV_ACC_SPILL(g) spill(&e0_##g, &o0_##g, &e1_##g, &o1_##g, total[g], q, barrett);
+#define CV_ACC_SPILL(g) spill(&e0_##g, &o0_##g, &e1_##g, &o1_##g, total[g], inv_q, vq);
 
 // G streams at once: the plaintext block row is loaded once for the G streams; DB rows are prefetched 32 rows
-// (4 KiB) ahead, which the hardware prefetchers, stopping at page boundaries, do not do on their own.
+// (4 KiB) ahead, which the hardware prefetchers, stopping at page boundaries, do not do on their own. The
+// prefetch goes to the outer caches (T2): a line read once need not hold an L1 fill buffer for the whole memory
+// latency, which left the scan 10% slower (measured side by side on a 1,000,000-row shard's pattern).
 #define CV_SCAN_GROUP(G, DECL, STEP, SPILL)                                                                     \
-AVX512 static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t poly_stride, size_t first,        \
-                                  const uint32_t *pt, const uint8_t *present, size_t rows,                     \
-                                  const uint32_t *const *sel, size_t row_stride, uint32_t q,                   \
-                                  uint64_t barrett, size_t lazy) {                                             \
-    uint64_t total[G][32];                                                                                     \
+AVX512DQ static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t poly_stride, size_t first,      \
+                                    const uint32_t *pt, const uint8_t *present, size_t rows,                   \
+                                    const uint32_t *const *sel, size_t row_stride, uint32_t q, size_t lazy) {  \
+    const __m512i vq = _mm512_set1_epi64((long long)q);                                                        \
+    const __m512d inv_q = _mm512_set1_pd(1.0 / (double)q);                                                     \
+    __m512i total[G][4];                                                                                       \
     for (int g = 0; g < G; g++)                                                                                \
-        for (int k = 0; k < 32; k++) total[g][k] = 0;                                                          \
+        for (int k = 0; k < 4; k++) total[g][k] = _mm512_setzero_si512();                                      \
     DECL                                                                                                       \
     size_t pending = 0;                                                                                        \
     for (size_t r = 0; r < rows; r++) {                                                                        \
         if (!present[r]) continue;                                                                             \
         const __m512i p0 = _mm512_loadu_si512(pt + r * 32), p1 = _mm512_loadu_si512(pt + r * 32 + 16);        \
         const __m512i p0o = _mm512_srli_epi64(p0, 32), p1o = _mm512_srli_epi64(p1, 32);                        \
-        _mm_prefetch((const char *)(pt + (r + 32) * 32), _MM_HINT_T0);                                         \
-        _mm_prefetch((const char *)(pt + (r + 32) * 32 + 16), _MM_HINT_T0);                                    \
+        _mm_prefetch((const char *)(pt + (r + 32) * 32), _MM_HINT_T2);                                         \
+        _mm_prefetch((const char *)(pt + (r + 32) * 32 + 16), _MM_HINT_T2);                                    \
         STEP                                                                                                   \
         if (++pending == lazy) {                                                                               \
             SPILL                                                                                              \
@@ -97,9 +109,13 @@ AVX512 static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t poly
         }                                                                                                      \
     }                                                                                                          \
     SPILL                                                                                                      \
+    const __m512i pick = _mm512_load_si512(interleave_low);                                                    \
     for (int g = 0; g < G; g++) {                                                                              \
         uint32_t *o = stream_out(out, pair_stride, poly_stride, first + (size_t)g);                            \
-        for (int k = 0; k < 32; k++) o[k] = (uint32_t)barrett_reduce(total[g][k], q, barrett);                 \
+        _mm512_storeu_si512(o, _mm512_permutex2var_epi32(reduce_lanes(total[g][0], inv_q, vq), pick,           \
+                                                         reduce_lanes(total[g][1], inv_q, vq)));               \
+        _mm512_storeu_si512(o + 16, _mm512_permutex2var_epi32(reduce_lanes(total[g][2], inv_q, vq), pick,      \
+                                                              reduce_lanes(total[g][3], inv_q, vq)));          \
     }                                                                                                          \
 }
 
@@ -116,14 +132,14 @@ void cv_scan_block32(uint32_t *out, size_t pair_stride, size_t poly_stride,
                      uint32_t q, uint64_t barrett, size_t lazy) {
     if (lazy == 0) lazy = 1;
 #if defined(__x86_64__)
-    if (cv_active_level() >= CV_LEVEL_AVX512) {
+    if (cv_active_level() >= CV_LEVEL_AVX512 && q >= (1u << 16)) {
         size_t s = 0;
         for (; s + 4 <= streams; s += 4)
-            scan_group_4(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, barrett, lazy);
+            scan_group_4(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, lazy);
         for (; s + 2 <= streams; s += 2)
-            scan_group_2(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, barrett, lazy);
+            scan_group_2(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, lazy);
         for (; s < streams; s++)
-            scan_group_1(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, barrett, lazy);
+            scan_group_1(out, pair_stride, poly_stride, s, pt, present, rows, sel, row_stride, q, lazy);
         return;
     }
 #endif

@@ -309,4 +309,85 @@ struct KernelTests {
         }
         for out in outputs { #expect(out == expected) }
     }
+
+    /// Every residue `q − 1` and as many rows as the 64-bit lanes hold between reductions (and past it): the
+    /// accumulators come within one product of 2^64, where the vector reduction's quotient estimate is least
+    /// precise. `(q − 1)² ≡ 1`, so each output is the number of present rows mod q.
+    @Test("scan block at its lazy bound", arguments: [UInt32(268_369_921), 134_176_769, 1_073_479_681, 65_537, 40_961])
+    func scanBlockAtBound(q: UInt32) throws {
+        let bits = 32 - q.leadingZeroBitCount
+        let lazy = (1 << (64 - 2 * bits)) - 2
+        let rows = min(2 * lazy + 3, 600)
+        let streams = 3
+        let pt = [UInt32](repeating: q - 1, count: rows * 32)
+        let rowStride = streams * 32
+        let sel = [UInt32](repeating: q - 1, count: rows * rowStride)
+        let present = [UInt8](repeating: 1, count: rows)
+        let outputs = Self.atEveryLevel { () -> [UInt32] in
+            var out = [UInt32](repeating: .max, count: 2 * 64)
+            sel.withUnsafeBufferPointer { sp in
+                guard let base = sp.baseAddress else { return }
+                let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
+                out.withUnsafeMutableBufferPointer { o in
+                    cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, bases, rowStride, streams, q,
+                                    UInt64.max / UInt64(q), lazy)
+                }
+            }
+            return Array(out.prefix(streams * 32))
+        }
+        for out in outputs { #expect(out == [UInt32](repeating: UInt32(rows % Int(q)), count: streams * 32), "q \(q)") }
+    }
+
+    /// Sums just below, at and just above multiples of q, where a quotient estimated in floating point is off by
+    /// one either way: the last row of each coefficient is chosen so that its lane's 64-bit sum is ≡ −1, 0 or 1
+    /// (mod q), with as many rows as the lanes hold, so the sums are near 2^62–2^64.
+    @Test("scan block: sums next to multiples of q", arguments: [UInt32(268_369_921), 134_176_769, 1_073_479_681])
+    func scanBlockNearMultiples(q: UInt32) throws {
+        var rng = TestRandom()
+        let bits = 32 - q.leadingZeroBitCount
+        let rows = (1 << (64 - 2 * bits)) - 2
+        let streams = 2
+        let m = UInt64(q)
+        func power(_ b: UInt64, _ e: UInt64) -> UInt64 {
+            var (result, base, e) = (UInt64(1), b % m, e)
+            while e > 0 {
+                if e & 1 == 1 { result = result * base % m }
+                base = base * base % m
+                e >>= 1
+            }
+            return result
+        }
+        var pt = (0..<(rows * 32)).map { _ in UInt32.random(in: (q / 2)..<q, using: &rng) }
+        let sel = (0..<(rows * streams * 32)).map { _ in UInt32.random(in: (q / 2)..<q, using: &rng) }
+        // Stream 0 decides the last row: its sums hit the targets; stream 1 gets whatever follows.
+        for k in 0..<32 {
+            let partial = (0..<(rows - 1)).reduce(UInt64(0)) { ($0 + UInt64(pt[$1 * 32 + k]) * UInt64(sel[$1 * streams * 32 + k])) % m }
+            let target = (m + UInt64(k % 3) - 1) % m
+            let last = UInt64(sel[(rows - 1) * streams * 32 + k])
+            pt[(rows - 1) * 32 + k] = UInt32((target + m - partial) % m * power(last, m - 2) % m)
+        }
+        var expected = [UInt32](repeating: 0, count: streams * 32)
+        for s in 0..<streams {
+            for k in 0..<32 {
+                expected[s * 32 + k] = UInt32((0..<rows).reduce(UInt64(0)) {
+                    ($0 + UInt64(pt[$1 * 32 + k]) * UInt64(sel[($1 * streams + s) * 32 + k])) % m
+                })
+            }
+        }
+        #expect((0..<32).allSatisfy { expected[$0] == UInt32((m + UInt64($0 % 3) - 1) % m) })
+        let present = [UInt8](repeating: 1, count: rows)
+        let outputs = Self.atEveryLevel { () -> [UInt32] in
+            var out = [UInt32](repeating: .max, count: 64)
+            sel.withUnsafeBufferPointer { sp in
+                guard let base = sp.baseAddress else { return }
+                let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
+                out.withUnsafeMutableBufferPointer { o in
+                    cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, bases, streams * 32, streams, q,
+                                    UInt64.max / m, rows)
+                }
+            }
+            return out
+        }
+        for out in outputs { #expect(out == expected, "q \(q)") }
+    }
 }
