@@ -55,6 +55,35 @@ struct KernelTests {
         #expect(results[0].0 != data)
     }
 
+    /// The vector transforms reduce lazily on a schedule set by the modulus's width (one stage in four below 2^28,
+    /// every stage at 30 bits) and run their register stages over two or eight blocks by size: every width and
+    /// size must give the portable path's words. Any twiddles do for that (both paths compute the same network).
+    @Test("32-bit NTT: vector and portable agree for every modulus width and size", arguments: [
+        UInt32(1_073_479_681), 536_813_569, 268_369_921, 134_176_769, 65_537, 12_289,
+    ])
+    func nttWidths(q: UInt32) throws {
+        var rng = TestRandom()
+        for n in [64, 128, 256, 512, 4096, 8192] {
+            let w = (0..<n).map { _ in UInt32.random(in: 0..<q, using: &rng) }
+            let ws = w.map { UInt32((UInt64($0) << 32) / UInt64(q)) }
+            let input = (0..<n).map { _ in UInt32.random(in: 0..<(4 * q), using: &rng) }
+            let invN = UInt32.random(in: 1..<q, using: &rng)
+            let invNShoup = UInt32((UInt64(invN) << 32) / UInt64(q))
+            let results = Self.atEveryLevel { () -> ([UInt32], [UInt32]) in
+                var forward = input
+                cv_ntt32_forward(&forward, n, w, ws, q)
+                var inverse = input.map { $0 % (2 * q) }
+                cv_ntt32_inverse(&inverse, n, w, ws, q, invN, invNShoup)
+                return (forward, inverse)
+            }
+            for (forward, inverse) in results {
+                #expect(forward == results[0].0, "forward, q \(q), n \(n)")
+                #expect(inverse == results[0].1, "inverse, q \(q), n \(n)")
+                #expect(forward.allSatisfy { $0 < q } && inverse.allSatisfy { $0 < q })
+            }
+        }
+    }
+
     @Test("32-bit NTT on lazy inputs: forward below 4q and inverse below 2q give the reduced transforms")
     func lazyInputs() throws {
         let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
