@@ -168,10 +168,10 @@ extension Context {
         var scratch = tensor.makeScratch()
         func reduceAll() {
             acc.withUnsafeMutableBufferPointer { a in
+                guard let base = a.baseAddress else { return }
                 for poly in 0..<3 {
                     for (r, m) in moduli.enumerated() {
-                        let base = (poly * rows + r) * n
-                        for j in base..<(base + n) { a[j] = m.reduce(a[j]) }
+                        cv_reduce64(base + (poly * rows + r) * n, n, UInt32(truncatingIfNeeded: m.value))
                     }
                 }
             }

@@ -1,10 +1,12 @@
-// AVX-512 lane helpers shared by the 32-bit kernels: Shoup products and conditional subtraction on 16 words.
+// AVX-512 lane helpers shared by the 32-bit kernels: Shoup products and conditional subtraction on 16 words, and
+// the reduction of 64-bit sums.
 #ifndef CV_LANES32_H
 #define CV_LANES32_H
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <stdint.h>
 #define AVX512 __attribute__((target("avx512f")))
+#define CV_AVX512DQ __attribute__((target("avx512f,avx512dq")))
 
 // High 32 bits of the lane-wise 32 × 32-bit products: even lanes from one pmuludq, odd lanes from another, merged
 // by one permute (one uop fewer than a shift and a masked move).
@@ -23,6 +25,16 @@ AVX512 static inline __m512i vmul_shoup_lazy(__m512i v, __m512i w, __m512i ws, _
 
 AVX512 static inline __m512i vmin_sub(__m512i x, __m512i m) {
     return _mm512_min_epu32(x, _mm512_sub_epi32(x, m));
+}
+
+// `x mod q` in each 64-bit lane, for q ≥ 2^16: the quotient estimated in double precision is within 1 of the true
+// one (its relative error is below 2^-51 and x/q < 2^48), the exact remainder in [-q, 2q) is then corrected once
+// each way.
+CV_AVX512DQ __attribute__((always_inline)) static inline __m512i reduce_lanes(__m512i x, __m512d inv_q, __m512i vq) {
+    const __m512i qhat = _mm512_cvttpd_epu64(_mm512_mul_pd(_mm512_cvtepu64_pd(x), inv_q));
+    __m512i r = _mm512_sub_epi64(x, _mm512_mullo_epi64(qhat, vq));
+    r = _mm512_mask_add_epi64(r, _mm512_cmplt_epi64_mask(r, _mm512_setzero_si512()), r, vq);
+    return _mm512_min_epu64(r, _mm512_sub_epi64(r, vq));
 }
 
 #endif

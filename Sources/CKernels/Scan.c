@@ -34,24 +34,11 @@ static void scan_block32_portable(uint32_t *out, size_t pair_stride, size_t poly
 }
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-#define AVX512 __attribute__((target("avx512f")))
-
-#define AVX512DQ __attribute__((target("avx512f,avx512dq")))
-
-// `x mod q` in each 64-bit lane, for q ≥ 2^16: the quotient estimated in double precision is within 1 of the true
-// one (its relative error is below 2^-51 and x/q < 2^48), the exact remainder in [-q, 2q) is then corrected once
-// each way.
-AVX512DQ __attribute__((always_inline)) static inline __m512i reduce_lanes(__m512i x, __m512d inv_q, __m512i vq) {
-    const __m512i qhat = _mm512_cvttpd_epu64(_mm512_mul_pd(_mm512_cvtepu64_pd(x), inv_q));
-    __m512i r = _mm512_sub_epi64(x, _mm512_mullo_epi64(qhat, vq));
-    r = _mm512_mask_add_epi64(r, _mm512_cmplt_epi64_mask(r, _mm512_setzero_si512()), r, vq);
-    return _mm512_min_epu64(r, _mm512_sub_epi64(r, vq));
-}
+#include "Lanes32.h"
 
 // Adds one stream's reduced accumulators (even and odd lanes of the two 16-word halves) into its totals (same
 // lane order) and clears them.
-AVX512DQ __attribute__((always_inline)) static inline void spill(__m512i *e0, __m512i *o0, __m512i *e1, __m512i *o1,
+CV_AVX512DQ __attribute__((always_inline)) static inline void spill(__m512i *e0, __m512i *o0, __m512i *e1, __m512i *o1,
                                                                  __m512i *total, __m512d inv_q, __m512i vq) {
     total[0] = _mm512_add_epi64(total[0], reduce_lanes(*e0, inv_q, vq));
     total[1] = _mm512_add_epi64(total[1], reduce_lanes(*o0, inv_q, vq));
@@ -86,7 +73,7 @@ static const int32_t interleave_low[16] __attribute__((aligned(64))) = {0, 16, 2
 // prefetch goes to the outer caches (T2): a line read once need not hold an L1 fill buffer for the whole memory
 // latency, which left the scan 10% slower (measured side by side on a 1,000,000-row shard's pattern).
 #define CV_SCAN_GROUP(G, DECL, STEP, SPILL)                                                                     \
-AVX512DQ static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t poly_stride, size_t first,      \
+CV_AVX512DQ static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t poly_stride, size_t first,      \
                                     const uint32_t *pt, const uint8_t *present, size_t rows,                   \
                                     const uint32_t *const *sel, size_t row_stride, uint32_t q, size_t lazy) {  \
     const __m512i vq = _mm512_set1_epi64((long long)q);                                                        \

@@ -29,3 +29,30 @@ void cv_tensor_accumulate32(uint64_t *acc0, uint64_t *acc1, uint64_t *acc2, cons
 #endif
     tensor32_portable(acc0, acc1, acc2, a0, a1, b0, b1, count);
 }
+
+static void reduce64_portable(uint64_t *x, size_t count, uint32_t q) {
+    for (size_t j = 0; j < count; j++) x[j] %= q;
+}
+
+#if defined(__x86_64__)
+#include "Lanes32.h"
+
+CV_AVX512DQ static void reduce64_avx512(uint64_t *x, size_t count, uint32_t q) {
+    const __m512i vq = _mm512_set1_epi64((long long)q);
+    const __m512d inv_q = _mm512_set1_pd(1.0 / (double)q);
+    size_t j = 0;
+    for (; j + 8 <= count; j += 8) _mm512_storeu_si512(x + j, reduce_lanes(_mm512_loadu_si512(x + j), inv_q, vq));
+    reduce64_portable(x + j, count - j, q);
+}
+#endif
+
+void cv_reduce64(uint64_t *x, size_t count, uint32_t q) {
+    if (q == 0) return;
+#if defined(__x86_64__)
+    if (cv_active_level() >= CV_LEVEL_AVX512 && q >= (1u << 16)) {
+        reduce64_avx512(x, count, q);
+        return;
+    }
+#endif
+    reduce64_portable(x, count, q);
+}

@@ -159,6 +159,10 @@ size_t cv_extend_scratch(const cv_extend_params *pp);
 void cv_extend32(uint32_t *out, const void *in, int in_wide, int in_eval, const cv_extend_params *pp,
                  uint32_t *scratch);
 
+/// Reduces `count` 64-bit sums modulo `q` (below 2^32) in place: the tensor accumulators between batches of
+/// products.
+void cv_reduce64(uint64_t *x, size_t count, uint32_t q);
+
 /// Lazy tensor-product accumulation for ciphertext × ciphertext over residues below 2^30 (evaluation form):
 /// `acc0 += a0·b0`, `acc1 += a0·b1 + a1·b0`, `acc2 += a1·b1` on `count` 64-bit words, no reduction (callers reduce
 /// before 7 products have been added).
