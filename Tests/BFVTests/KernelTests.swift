@@ -297,6 +297,25 @@ struct KernelTests {
         }
     }
 
+    /// `cv_scan_block32` at every level over selectors laid out `rowStride` words per row (stream s of row r at
+    /// `r · rowStride + 32s`): each level's first `streams · 32` output words, streams landing as (pair, poly) =
+    /// (s / 2, s % 2), pairs 64 words apart and polys 32.
+    static func scanAtEveryLevel(pt: [UInt32], present: [UInt8], rows: Int, selectors: [UInt32], rowStride: Int,
+                                 streams: Int, q: UInt32, lazy: Int) -> [[UInt32]] {
+        atEveryLevel { () -> [UInt32] in
+            var out = [UInt32](repeating: .max, count: ((streams + 1) / 2) * 64)
+            selectors.withUnsafeBufferPointer { sp in
+                guard let base = sp.baseAddress else { return }
+                let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
+                out.withUnsafeMutableBufferPointer { o in
+                    cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, bases, rowStride, streams, q,
+                                    UInt64.max / UInt64(q), lazy)
+                }
+            }
+            return Array(out.prefix(streams * 32))
+        }
+    }
+
     @Test("scan block: every level equals the plain sum of products mod q", arguments: [1, 2, 3, 4, 7])
     func scanBlock(streams: Int) throws {
         var rng = TestRandom()
@@ -316,26 +335,15 @@ struct KernelTests {
                 expected[s * 32 + k] = sum
             }
         }
-        let outputs = Self.atEveryLevel { () -> [UInt64] in
-            // Streams land as (pair, poly) = (s / 2, s % 2): pairs 64 words apart, polys 32.
-            var out = [UInt32](repeating: .max, count: ((streams + 1) / 2) * 64)
-            // The selectors are read in place: stream s of row r at `bases[s] + r · rowStride` (rows padded apart
-            // here, as the expansion's buffer pads its leaves).
-            let rowStride = streams * 32 + 24
-            var padded = [UInt32](repeating: .max, count: rows * rowStride)
-            for r in 0..<rows {
-                for i in 0..<(streams * 32) { padded[r * rowStride + i] = sel[r * streams * 32 + i] }
-            }
-            padded.withUnsafeBufferPointer { sp in
-                guard let base = sp.baseAddress else { return }
-                let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
-                out.withUnsafeMutableBufferPointer { o in
-                    cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, bases, rowStride, streams, q,
-                                    UInt64.max / UInt64(q), lazy)
-                }
-            }
-            return out.prefix(streams * 32).map { UInt64($0) }
+        // The selectors are read in place: stream s of row r at `bases[s] + r · rowStride` (rows padded apart here,
+        // as the expansion's buffer pads its leaves).
+        let rowStride = streams * 32 + 24
+        var padded = [UInt32](repeating: .max, count: rows * rowStride)
+        for r in 0..<rows {
+            for i in 0..<(streams * 32) { padded[r * rowStride + i] = sel[r * streams * 32 + i] }
         }
+        let outputs = Self.scanAtEveryLevel(pt: pt, present: present, rows: rows, selectors: padded, rowStride: rowStride,
+                                            streams: streams, q: q, lazy: lazy).map { $0.map { UInt64($0) } }
         for out in outputs { #expect(out == expected) }
     }
 
@@ -352,18 +360,8 @@ struct KernelTests {
         let rowStride = streams * 32
         let sel = [UInt32](repeating: q - 1, count: rows * rowStride)
         let present = [UInt8](repeating: 1, count: rows)
-        let outputs = Self.atEveryLevel { () -> [UInt32] in
-            var out = [UInt32](repeating: .max, count: 2 * 64)
-            sel.withUnsafeBufferPointer { sp in
-                guard let base = sp.baseAddress else { return }
-                let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
-                out.withUnsafeMutableBufferPointer { o in
-                    cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, bases, rowStride, streams, q,
-                                    UInt64.max / UInt64(q), lazy)
-                }
-            }
-            return Array(out.prefix(streams * 32))
-        }
+        let outputs = Self.scanAtEveryLevel(pt: pt, present: present, rows: rows, selectors: sel, rowStride: rowStride,
+                                            streams: streams, q: q, lazy: lazy)
         for out in outputs { #expect(out == [UInt32](repeating: UInt32(rows % Int(q)), count: streams * 32), "q \(q)") }
     }
 
@@ -405,18 +403,8 @@ struct KernelTests {
         }
         #expect((0..<32).allSatisfy { expected[$0] == UInt32((m + UInt64($0 % 3) - 1) % m) })
         let present = [UInt8](repeating: 1, count: rows)
-        let outputs = Self.atEveryLevel { () -> [UInt32] in
-            var out = [UInt32](repeating: .max, count: 64)
-            sel.withUnsafeBufferPointer { sp in
-                guard let base = sp.baseAddress else { return }
-                let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
-                out.withUnsafeMutableBufferPointer { o in
-                    cv_scan_block32(o.baseAddress, 64, 32, pt, present, rows, bases, streams * 32, streams, q,
-                                    UInt64.max / m, rows)
-                }
-            }
-            return out
-        }
+        let outputs = Self.scanAtEveryLevel(pt: pt, present: present, rows: rows, selectors: sel, rowStride: streams * 32,
+                                            streams: streams, q: q, lazy: rows)
         for out in outputs { #expect(out == expected, "q \(q)") }
     }
 }
