@@ -4,6 +4,8 @@
 // words (the engine's polynomials) or 32-bit words (the fused kernels' buffers).
 #include "CKernels.h"
 
+#include <string.h>
+
 static inline uint32_t shoup_lazy(uint32_t v, uint32_t w, uint32_t ws, uint32_t q) {
     uint32_t qhat = (uint32_t)(((uint64_t)v * ws) >> 32);
     return v * w - qhat * q;
@@ -150,6 +152,13 @@ void cv_extend32(uint32_t *out, const void *in, int in_wide, int in_eval, const 
         if (in_wide) {
             const uint64_t *src = (const uint64_t *)in + r * n;
             for (size_t j = 0; j < n; j++) c[j] = (uint32_t)src[j];
+        } else if (in_eval) {
+            // 32-bit evaluation-form input: the output's Q row is the input, the coefficients its inverse
+            // transform, read straight from it.
+            const uint32_t *src = (const uint32_t *)in + r * n;
+            memcpy(o, src, n * sizeof(uint32_t));
+            cv_ntt32_inverse_to(c, src, n, pp->inv[r], pp->inv_shoup[r], pp->moduli[r], pp->inv_n[r], pp->inv_n_shoup[r]);
+            continue;
         } else {
             const uint32_t *src = (const uint32_t *)in + r * n;
             for (size_t j = 0; j < n; j++) c[j] = src[j];

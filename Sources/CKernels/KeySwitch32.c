@@ -271,13 +271,13 @@ static void keyswitch_products(uint32_t *ks, const uint32_t *digits, const uint3
             uint32_t *row = digit + j * n;
             const uint32_t *src = digits + j * n;
             // The forward NTT takes any input below 4m (its first butterfly reduces below 2m), so a digit
-            // from a modulus below 4m needs no reduction.
+            // from a modulus below 4m needs no reduction and is transformed straight from where it is.
             if ((uint64_t)pp->moduli[j] >= 4 * (uint64_t)m) {
                 for (size_t i = 0; i < n; i++) row[i] = reduce_small(src[i], m, pp->barrett32[k]);
+                cv_ntt32_forward(row, n, pp->fwd[k], pp->fwd_shoup[k], m);
             } else {
-                memcpy(row, src, n * sizeof(uint32_t));
+                cv_ntt32_forward_to(row, src, n, pp->fwd[k], pp->fwd_shoup[k], m);
             }
-            cv_ntt32_forward(row, n, pp->fwd[k], pp->fwd_shoup[k], m);
             d[j] = row;
         }
         products(ks + k * n, ks + (l + 1 + k) * n, d, k0, k1, l, n, m);
@@ -356,9 +356,8 @@ void cv_galois_keyswitch32_eval(uint32_t *out, const uint32_t *in, const uint32_
     void (*permute)(uint32_t *, const uint32_t *, const uint32_t *, size_t) = CV_PICK(permute);
     for (size_t j = 0; j < l; j++) {
         permute(rot1 + j * n, in + (l + j) * n, perm, n);
-        memcpy(coef + j * n, rot1 + j * n, n * sizeof(uint32_t));
-        cv_ntt32_inverse(coef + j * n, n, pp->inv[j], pp->inv_shoup[j], pp->moduli[j], pp->inv_n[j],
-                         pp->inv_n_shoup[j]);
+        cv_ntt32_inverse_to(coef + j * n, rot1 + j * n, n, pp->inv[j], pp->inv_shoup[j], pp->moduli[j], pp->inv_n[j],
+                            pp->inv_n_shoup[j]);
     }
     keyswitch_products(ks, coef, rot1, pp, key, key_rows, digit);
     // Divide by p with rounding: the p rows to coefficient form, their corrections to each q_i's evaluation form;

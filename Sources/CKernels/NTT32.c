@@ -2,6 +2,8 @@
 // arithmetic as the Swift `NTT32Tables`, so every path gives identical words.
 #include "CKernels.h"
 
+#include <string.h>
+
 static inline uint32_t mul_shoup_lazy(uint32_t v, uint32_t w, uint32_t ws, uint32_t q) {
     uint32_t qhat = (uint32_t)(((uint64_t)v * ws) >> 32);
     return v * w - qhat * q;
@@ -179,7 +181,8 @@ AVX512 __attribute__((always_inline)) static inline void forward_tail(uint32_t *
     }
 }
 
-AVX512 static void ntt32_forward_avx512(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
+AVX512 static void ntt32_forward_avx512(uint32_t *a, const uint32_t *src, size_t n, const uint32_t *w, const uint32_t *ws,
+                                        uint32_t q) {
     const __m512i vq = _mm512_set1_epi32((int)q), v2q = _mm512_set1_epi32((int)(2 * q));
     uint32_t half[32];
     size_t stages = 0;
@@ -191,19 +194,22 @@ AVX512 static void ntt32_forward_avx512(uint32_t *a, size_t n, const uint32_t *w
         t >>= 1;
         const int reduce = half[stage] != 0;
         const __m512i vh = _mm512_set1_epi32((int)half[stage]);
+        // The first stage reads the source (the transform may be out of place), the others the output.
+        const uint32_t *in = m == 1 ? src : a;
         for (size_t i = 0; i < m; i++) {
             const __m512i wv = _mm512_set1_epi32((int)w[m + i]), wsv = _mm512_set1_epi32((int)ws[m + i]);
             uint32_t *x = a + 2 * i * t, *y = x + t;
+            const uint32_t *xi = in + 2 * i * t, *yi = xi + t;
             if (reduce) {
                 for (size_t j = 0; j < t; j += 16) {
-                    __m512i u = _mm512_loadu_si512(x + j), v = _mm512_loadu_si512(y + j);
+                    __m512i u = _mm512_loadu_si512(xi + j), v = _mm512_loadu_si512(yi + j);
                     forward_butterfly(&u, &v, wv, wsv, vq, v2q, 1, vh);
                     _mm512_storeu_si512(x + j, u);
                     _mm512_storeu_si512(y + j, v);
                 }
             } else {
                 for (size_t j = 0; j < t; j += 16) {
-                    __m512i u = _mm512_loadu_si512(x + j), v = _mm512_loadu_si512(y + j);
+                    __m512i u = _mm512_loadu_si512(xi + j), v = _mm512_loadu_si512(yi + j);
                     forward_butterfly(&u, &v, wv, wsv, vq, v2q, 0, vh);
                     _mm512_storeu_si512(x + j, u);
                     _mm512_storeu_si512(y + j, v);
@@ -232,13 +238,15 @@ AVX512 static void ntt32_forward_avx512(uint32_t *a, size_t n, const uint32_t *w
 
 // The first five inverse stages (t = 1 … 16) of `blocks` consecutive 32-word blocks from word `b`, in registers,
 // eight blocks at a time as in `forward_tail`.
-AVX512 __attribute__((always_inline)) static inline void inverse_head(uint32_t *a, size_t n, size_t b, int blocks,
+AVX512 __attribute__((always_inline)) static inline void inverse_head(uint32_t *a, const uint32_t *src, size_t n,
+                                                                      size_t b, int blocks,
                                                                       const uint32_t *w, const uint32_t *ws, uint32_t q) {
     const __m512i vq = _mm512_set1_epi32((int)q), v2q = _mm512_set1_epi32((int)(2 * q));
     const __m512i p0 = load_index(fused_inverse[0][0]), p1 = load_index(fused_inverse[0][1]);
     __m512i x[8], y[8];
     for (int k = 0; k < blocks; k++) {
-        const __m512i va = _mm512_loadu_si512(a + b + 32 * (size_t)k), vb = _mm512_loadu_si512(a + b + 32 * (size_t)k + 16);
+        const __m512i va = _mm512_loadu_si512(src + b + 32 * (size_t)k);
+        const __m512i vb = _mm512_loadu_si512(src + b + 32 * (size_t)k + 16);
         x[k] = _mm512_permutex2var_epi32(va, p0, vb);
         y[k] = _mm512_permutex2var_epi32(va, p1, vb);
     }
@@ -263,14 +271,14 @@ AVX512 __attribute__((always_inline)) static inline void inverse_head(uint32_t *
     }
 }
 
-AVX512 static void ntt32_inverse_avx512(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
-                                        uint32_t inv_n, uint32_t inv_n_shoup) {
+AVX512 static void ntt32_inverse_avx512(uint32_t *a, const uint32_t *src, size_t n, const uint32_t *w, const uint32_t *ws,
+                                        uint32_t q, uint32_t inv_n, uint32_t inv_n_shoup) {
     const __m512i vq = _mm512_set1_epi32((int)q), v2q = _mm512_set1_epi32((int)(2 * q));
-    // The first five stages (t = 1 … 16) run in registers (`inverse_head`).
+    // The first five stages (t = 1 … 16) run in registers (`inverse_head`), reading the source.
     if (n >= 256) {
-        for (size_t b = 0; b < n; b += 256) inverse_head(a, n, b, 8, w, ws, q);
+        for (size_t b = 0; b < n; b += 256) inverse_head(a, src, n, b, 8, w, ws, q);
     } else {
-        for (size_t b = 0; b < n; b += 64) inverse_head(a, n, b, 2, w, ws, q);
+        for (size_t b = 0; b < n; b += 64) inverse_head(a, src, n, b, 2, w, ws, q);
     }
     // Stages with t ≥ 32 stream through memory.
     size_t t = 32;
@@ -296,20 +304,35 @@ AVX512 static void ntt32_inverse_avx512(uint32_t *a, size_t n, const uint32_t *w
 }
 #endif
 
-void cv_ntt32_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
+void cv_ntt32_forward_to(uint32_t *dst, const uint32_t *src, size_t n, const uint32_t *w, const uint32_t *ws,
+                         uint32_t q) {
 #if defined(__x86_64__)
-    if (n >= 64 && cv_active_level() >= CV_LEVEL_AVX512) { ntt32_forward_avx512(a, n, w, ws, q); return; }
+    if (n >= 64 && cv_active_level() >= CV_LEVEL_AVX512) {
+        ntt32_forward_avx512(dst, src, n, w, ws, q);
+        return;
+    }
 #endif
-    ntt32_forward_portable(a, n, w, ws, q);
+    if (dst != src) memcpy(dst, src, n * sizeof(uint32_t));
+    ntt32_forward_portable(dst, n, w, ws, q);
+}
+
+void cv_ntt32_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
+    cv_ntt32_forward_to(a, a, n, w, ws, q);
+}
+
+void cv_ntt32_inverse_to(uint32_t *dst, const uint32_t *src, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
+                         uint32_t inv_n, uint32_t inv_n_shoup) {
+#if defined(__x86_64__)
+    if (n >= 64 && cv_active_level() >= CV_LEVEL_AVX512) {
+        ntt32_inverse_avx512(dst, src, n, w, ws, q, inv_n, inv_n_shoup);
+        return;
+    }
+#endif
+    if (dst != src) memcpy(dst, src, n * sizeof(uint32_t));
+    ntt32_inverse_portable(dst, n, w, ws, q, inv_n, inv_n_shoup);
 }
 
 void cv_ntt32_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
                       uint32_t inv_n, uint32_t inv_n_shoup) {
-#if defined(__x86_64__)
-    if (n >= 64 && cv_active_level() >= CV_LEVEL_AVX512) {
-        ntt32_inverse_avx512(a, n, w, ws, q, inv_n, inv_n_shoup);
-        return;
-    }
-#endif
-    ntt32_inverse_portable(a, n, w, ws, q, inv_n, inv_n_shoup);
+    cv_ntt32_inverse_to(a, a, n, w, ws, q, inv_n, inv_n_shoup);
 }

@@ -48,6 +48,15 @@ void cv_ntt32_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *
 void cv_ntt32_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
                       uint32_t inv_n, uint32_t inv_n_shoup);
 
+/// `cv_ntt32_forward` of `src` into `dst` (out of place: the first stage reads `src`, so no copy; `dst == src` is
+/// in place, a partial overlap is not allowed).
+void cv_ntt32_forward_to(uint32_t *dst, const uint32_t *src, size_t n, const uint32_t *w, const uint32_t *ws,
+                         uint32_t q);
+
+/// `cv_ntt32_inverse` of `src` into `dst`, as `cv_ntt32_forward_to`.
+void cv_ntt32_inverse_to(uint32_t *dst, const uint32_t *src, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
+                         uint32_t inv_n, uint32_t inv_n_shoup);
+
 /// The first-dimension scan of one 32-coefficient block of one column for `streams` selector polynomials:
 /// `out[s] = Σ_row pt[row] ⊙ sel[row][s] mod q` (32 coefficients each).
 ///
