@@ -48,12 +48,20 @@ extension Context {
 
         if let tensor = mc.narrowTensor {
             let words = tensor.extendedWords
-            let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: aux) { k, x, scratch in
+            let lqn = tensor.ciphertextWords
+            var operands = [UInt32](repeating: 0, count: 4 * words)
+            let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: aux) { k, scratch, accumulate in
                 let (a, b) = pairs[k]
-                tensor.extend(a.polys[0], into: x, scratch: &scratch)
-                tensor.extend(a.polys[1], into: x + words, scratch: &scratch)
-                tensor.extend(b.polys[0], into: x + 2 * words, scratch: &scratch)
-                tensor.extend(b.polys[1], into: x + 3 * words, scratch: &scratch)
+                operands.withUnsafeMutableBufferPointer { o in
+                    guard let m = o.baseAddress else { return }
+                    let x = UnsafePointer(m)
+                    tensor.extend(a.polys[0], into: m, scratch: &scratch)
+                    tensor.extend(a.polys[1], into: m + words, scratch: &scratch)
+                    tensor.extend(b.polys[0], into: m + 2 * words, scratch: &scratch)
+                    tensor.extend(b.polys[1], into: m + 3 * words, scratch: &scratch)
+                    accumulate((x, x + words, x + 2 * words, x + 3 * words),
+                               (x + lqn, x + words + lqn, x + 2 * words + lqn, x + 3 * words + lqn))
+                }
             }
             return try scaledSum(accQ: accQ, accP: accP, constants: mc)
         }
@@ -134,28 +142,49 @@ extension Context {
         for pair in pairs where pair.a.wordCount != 2 * half || pair.b.wordCount != 2 * half {
             throw HEError.incompatibleOperands("ciphertext words must hold 2 polynomials over the ciphertext moduli")
         }
-        let words = tensor.extendedWords
-        let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: mc.auxContext) { k, x, scratch in
+        // The Q rows of evaluation-form operands are read where they are; only their rows over P are computed.
+        let pw = tensor.auxiliaryWords
+        var auxiliary = [UInt32](repeating: 0, count: 4 * pw)
+        var coefficientQ = [UInt32](repeating: 0, count: 4 * half)
+        let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: mc.auxContext) { k, scratch, accumulate in
             let pair = pairs[k]
             pair.a.withWords { a in
                 pair.b.withWords { b in
-                    guard let pa = a.baseAddress, let pb = b.baseAddress else { return }
-                    tensor.extend(words: pa, eval: pair.aEval, into: x, scratch: &scratch)
-                    tensor.extend(words: pa + half, eval: pair.aEval, into: x + words, scratch: &scratch)
-                    tensor.extend(words: pb, eval: pair.bEval, into: x + 2 * words, scratch: &scratch)
-                    tensor.extend(words: pb + half, eval: pair.bEval, into: x + 3 * words, scratch: &scratch)
+                    auxiliary.withUnsafeMutableBufferPointer { xb in
+                        coefficientQ.withUnsafeMutableBufferPointer { qb in
+                            guard let pa = a.baseAddress, let pb = b.baseAddress, let x = xb.baseAddress,
+                                  let y = qb.baseAddress else { return }
+                            let sources = [(pa, pair.aEval), (pa + half, pair.aEval), (pb, pair.bEval), (pb + half, pair.bEval)]
+                            var q: [UnsafePointer<UInt32>] = []
+                            for (i, (words, eval)) in sources.enumerated() {
+                                tensor.extendAuxiliary(words: words, eval: eval, into: x + i * pw, scratch: &scratch)
+                                if eval {
+                                    q.append(words)
+                                } else {
+                                    // Coefficient-form operands (tests) get their Q rows transformed.
+                                    tensor.extendRowsQ(words: words, into: y + i * half)
+                                    q.append(UnsafePointer(y + i * half))
+                                }
+                            }
+                            let p = UnsafePointer(x)
+                            accumulate((q[0], q[1], q[2], q[3]), (p, p + pw, p + 2 * pw, p + 3 * pw))
+                        }
+                    }
                 }
             }
         }
         return try scaledSum(accQ: accQ, accP: accP, constants: mc)
     }
 
+    /// Four operands' rows: (a0, a1, b0, b1).
+    typealias OperandRows = (UnsafePointer<UInt32>, UnsafePointer<UInt32>, UnsafePointer<UInt32>, UnsafePointer<UInt32>)
+
     /// The tensor sums for residues below 2^30: each operand is extended to Q ∪ P on 32-bit words
     /// (`NarrowTensor`), its four products go straight into 64-bit accumulators, reduced once every 7 pairs.
-    /// `extend(k, buffer, scratch)` writes pair k's four extended operands (a0, a1, b0, b1) into the buffer.
-    /// Returns the 3 sums over Q and over P (evaluation form).
+    /// `body(k, scratch, accumulate)` extends pair k and hands `accumulate` its operands' rows over Q and over P
+    /// (a0, a1, b0, b1 each), wherever they are. Returns the 3 sums over Q and over P (evaluation form).
     private func accumulateNarrow(count: Int, tensor: NarrowTensor, q: PolyContext, p: PolyContext,
-                                  extend: (Int, UnsafeMutablePointer<UInt32>, inout [UInt32]) -> Void) throws
+                                  body: (Int, inout [UInt32], (OperandRows, OperandRows) -> Void) -> Void) throws
         -> (accQ: [PolyRq], accP: [PolyRq]) {
         let lq = q.rowCount
         let moduli = q.moduli + p.moduli
@@ -163,8 +192,9 @@ extension Context {
         let rows = tensor.rows
         guard rows == moduli.count else { throw HEError.invalidParameters("extension rows") }
         let words = tensor.extendedWords
+        let qWords = lq * n
+        let pWords = words - qWords
         var acc = [UInt64](repeating: 0, count: 3 * words)
-        var operands = [UInt32](repeating: 0, count: 4 * words)
         var scratch = tensor.makeScratch()
         func reduceAll() {
             acc.withUnsafeMutableBufferPointer { a in
@@ -178,13 +208,12 @@ extension Context {
         }
         var pending = 0
         for k in 0..<count {
-            operands.withUnsafeMutableBufferPointer { o in
-                guard let x = o.baseAddress else { return }
-                extend(k, x, &scratch)
-                acc.withUnsafeMutableBufferPointer { accBuffer in
-                    guard let c = accBuffer.baseAddress else { return }
-                    cv_tensor_accumulate32(c, c + words, c + 2 * words, x, x + words, x + 2 * words, x + 3 * words,
-                                           words)
+            acc.withUnsafeMutableBufferPointer { accBuffer in
+                guard let c = accBuffer.baseAddress else { return }
+                body(k, &scratch) { qRows, pRows in
+                    cv_tensor_accumulate32(c, c + words, c + 2 * words, qRows.0, qRows.1, qRows.2, qRows.3, qWords)
+                    cv_tensor_accumulate32(c + qWords, c + words + qWords, c + 2 * words + qWords,
+                                           pRows.0, pRows.1, pRows.2, pRows.3, pWords)
                 }
             }
             pending += 1

@@ -141,40 +141,56 @@ size_t cv_extend_scratch(const cv_extend_params *pp) {
     return pp->lq * pp->n + (pp->lq + 2) * pp->n + 2 * pp->n;
 }
 
-void cv_extend32(uint32_t *out, const void *in, int in_wide, int in_eval, const cv_extend_params *pp,
-                 uint32_t *scratch) {
+// The extension of `in` (over Q) to Q ∪ P: the Q rows in evaluation form into `out_q` unless it is NULL, the P
+// rows into `out_p`.
+static void extend32(uint32_t *out_q, uint32_t *out_p, const void *in, int in_wide, int in_eval,
+                     const cv_extend_params *pp, uint32_t *scratch) {
     const size_t n = pp->n, lq = pp->lq, lp = pp->lp;
     uint32_t *coeff = scratch;
     uint32_t *conv = scratch + lq * n;
     double *sum = (double *)(conv + (lq + 2) * n);
-    for (size_t r = 0; r < lq; r++) {
-        uint32_t *c = coeff + r * n, *o = out + r * n;
-        if (in_wide) {
-            const uint64_t *src = (const uint64_t *)in + r * n;
-            for (size_t j = 0; j < n; j++) c[j] = (uint32_t)src[j];
-        } else if (in_eval) {
-            // 32-bit evaluation-form input: the output's Q row is the input, the coefficients its inverse
-            // transform, read straight from it.
+    const uint32_t *coefficients = coeff;
+    if (!in_wide && !in_eval && !out_q) {
+        // 32-bit coefficient-form input and no Q rows wanted: the conversion reads the input itself.
+        coefficients = (const uint32_t *)in;
+    } else {
+        for (size_t r = 0; r < lq; r++) {
+            uint32_t *c = coeff + r * n, *o = out_q ? out_q + r * n : 0;
+            if (in_wide) {
+                const uint64_t *src = (const uint64_t *)in + r * n;
+                for (size_t j = 0; j < n; j++) c[j] = (uint32_t)src[j];
+                if (o) memcpy(o, c, n * sizeof(uint32_t));
+                if (in_eval) {
+                    cv_ntt32_inverse(c, n, pp->inv[r], pp->inv_shoup[r], pp->moduli[r], pp->inv_n[r], pp->inv_n_shoup[r]);
+                } else if (o) {
+                    cv_ntt32_forward(o, n, pp->fwd[r], pp->fwd_shoup[r], pp->moduli[r]);
+                }
+                continue;
+            }
             const uint32_t *src = (const uint32_t *)in + r * n;
-            memcpy(o, src, n * sizeof(uint32_t));
-            cv_ntt32_inverse_to(c, src, n, pp->inv[r], pp->inv_shoup[r], pp->moduli[r], pp->inv_n[r], pp->inv_n_shoup[r]);
-            continue;
-        } else {
-            const uint32_t *src = (const uint32_t *)in + r * n;
-            for (size_t j = 0; j < n; j++) c[j] = src[j];
-        }
-        if (in_eval) {
-            for (size_t j = 0; j < n; j++) o[j] = c[j];
-            cv_ntt32_inverse(c, n, pp->inv[r], pp->inv_shoup[r], pp->moduli[r], pp->inv_n[r], pp->inv_n_shoup[r]);
-        } else {
-            for (size_t j = 0; j < n; j++) o[j] = c[j];
-            cv_ntt32_forward(o, n, pp->fwd[r], pp->fwd_shoup[r], pp->moduli[r]);
+            if (in_eval) {
+                // The output's Q row is the input; the coefficients are its inverse transform, read from it.
+                if (o) memcpy(o, src, n * sizeof(uint32_t));
+                cv_ntt32_inverse_to(c, src, n, pp->inv[r], pp->inv_shoup[r], pp->moduli[r], pp->inv_n[r], pp->inv_n_shoup[r]);
+            } else {
+                memcpy(c, src, n * sizeof(uint32_t));
+                if (o) cv_ntt32_forward_to(o, src, n, pp->fwd[r], pp->fwd_shoup[r], pp->moduli[r]);
+            }
         }
     }
-    convert(out + lq * n, n, coeff, n, 0, n, lq, pp->moduli, pp->punct_inv, pp->punct_inv_shoup, pp->recip, lp,
+    convert(out_p, n, coefficients, n, 0, n, lq, pp->moduli, pp->punct_inv, pp->punct_inv_shoup, pp->recip, lp,
             pp->moduli + lq, pp->punct_in_target, pp->punct_in_target_shoup, pp->prod_in_target, conv, sum);
     for (size_t k = 0; k < lp; k++) {
         const size_t r = lq + k;
-        cv_ntt32_forward(out + r * n, n, pp->fwd[r], pp->fwd_shoup[r], pp->moduli[r]);
+        cv_ntt32_forward(out_p + k * n, n, pp->fwd[r], pp->fwd_shoup[r], pp->moduli[r]);
     }
+}
+
+void cv_extend32(uint32_t *out, const void *in, int in_wide, int in_eval, const cv_extend_params *pp,
+                 uint32_t *scratch) {
+    extend32(out, out + pp->lq * pp->n, in, in_wide, in_eval, pp, scratch);
+}
+
+void cv_extend32_p(uint32_t *out_p, const uint32_t *in, int in_eval, const cv_extend_params *pp, uint32_t *scratch) {
+    extend32(0, out_p, in, 0, in_eval, pp, scratch);
 }

@@ -253,23 +253,26 @@ struct KernelTests {
         }
     }
 
-    @Test("ciphertext product sums on 32-bit words (extension, base conversion, tensor): every level gives the same words")
+    @Test("ciphertext product sums on 32-bit words (extension, base conversion, tensor): every level gives the polynomial path's words")
     func productSums() throws {
         let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
         let secretKey = SecretKey(context: context)
         var rng = TestRandom()
-        func words(_ format: PolyFormat) throws -> [UInt32] {
+        func ciphertext(_ format: PolyFormat) throws -> Ciphertext {
             let values = (0..<context.degree).map { _ in UInt64.random(in: 0..<context.plaintextModulus.value, using: &rng) }
-            let ct = try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: format)
-            return ct.polys.flatMap { $0.data.map { UInt32($0) } }
+            return try context.encrypt(context.encodeCoefficients(values), secretKey: secretKey).converted(to: format)
         }
-        // Three pairs, one operand of each in evaluation form and one in coefficient form.
-        let pairs = try (0..<3).map { _ in (a: try words(.eval)[...], aEval: true, b: try words(.coeff)[...], bEval: false) }
+        func words(_ ct: Ciphertext) -> ArraySlice<UInt32> { ct.polys.flatMap { $0.data.map { UInt32($0) } }[...] }
+        // Three pairs, one operand of each in evaluation form (its Q rows read in place) and one in coefficient form.
+        let cts = try (0..<3).map { _ in (try ciphertext(.eval), try ciphertext(.coeff)) }
+        let pairs = cts.map { (a: words($0.0), aEval: true, b: words($0.1), bEval: false) }
         let outputs = try Self.atEveryLevel { () -> [[UInt64]] in
             try context.multiplyAccumulate(words: pairs).polys.map(\.data)
         }
+        // The same sum through the polynomials' path, which extends every row of each operand.
+        let expected = try context.multiplyAccumulate(cts).polys.map(\.data)
         #expect(outputs.count >= 1)
-        for out in outputs { #expect(out == outputs[0]) }
+        for out in outputs { #expect(out == expected) }
     }
 
     /// The auxiliary base's bound at its limit: every operand coefficient is A, within 2^−23 of the largest centred

@@ -168,6 +168,10 @@ size_t cv_extend_scratch(const cv_extend_params *pp);
 void cv_extend32(uint32_t *out, const void *in, int in_wide, int in_eval, const cv_extend_params *pp,
                  uint32_t *scratch);
 
+/// `cv_extend32` of 32-bit words writing only the `lp` rows over P: a caller that reads evaluation-form input
+/// words in place needs no copy of its Q rows.
+void cv_extend32_p(uint32_t *out_p, const uint32_t *in, int in_eval, const cv_extend_params *pp, uint32_t *scratch);
+
 /// Reduces `count` 64-bit sums modulo `q` (below 2^32) in place: the tensor accumulators between batches of
 /// products.
 void cv_reduce64(uint64_t *x, size_t count, uint32_t q);
