@@ -145,7 +145,8 @@ extension Context {
         // The Q rows of evaluation-form operands are read where they are; only their rows over P are computed.
         let pw = tensor.auxiliaryWords
         var auxiliary = [UInt32](repeating: 0, count: 4 * pw)
-        var coefficientQ = [UInt32](repeating: 0, count: 4 * half)
+        // Room for the transformed Q rows of coefficient-form operands, when there are any.
+        var coefficientQ = [UInt32](repeating: 0, count: pairs.contains { !$0.aEval || !$0.bEval } ? 4 * half : 1)
         let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: mc.auxContext) { k, scratch, accumulate in
             let pair = pairs[k]
             pair.a.withWords { a in
