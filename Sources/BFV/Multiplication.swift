@@ -142,35 +142,31 @@ extension Context {
         for pair in pairs where pair.a.wordCount != 2 * half || pair.b.wordCount != 2 * half {
             throw HEError.incompatibleOperands("ciphertext words must hold 2 polynomials over the ciphertext moduli")
         }
-        // The Q rows of evaluation-form operands are read where they are; only their rows over P are computed.
-        let pw = tensor.auxiliaryWords
-        var auxiliary = [UInt32](repeating: 0, count: 4 * pw)
-        // Room for the transformed Q rows of coefficient-form operands, when there are any.
-        var coefficientQ = [UInt32](repeating: 0, count: pairs.contains { !$0.aEval || !$0.bEval } ? 4 * half : 1)
+        // The Q rows of evaluation-form operands are read where they are and only their rows over P are computed;
+        // coefficient-form operands are extended whole. Every word of the buffer is written before it is read.
+        let words = tensor.extendedWords
+        let lqn = tensor.ciphertextWords
+        let extended = UnsafeMutablePointer<UInt32>.allocate(capacity: 4 * words)
+        defer { extended.deallocate() }
         let (accQ, accP) = try accumulateNarrow(count: pairs.count, tensor: tensor, q: ctx, p: mc.auxContext) { k, scratch, accumulate in
             let pair = pairs[k]
             pair.a.withWords { a in
                 pair.b.withWords { b in
-                    auxiliary.withUnsafeMutableBufferPointer { xb in
-                        coefficientQ.withUnsafeMutableBufferPointer { qb in
-                            guard let pa = a.baseAddress, let pb = b.baseAddress, let x = xb.baseAddress,
-                                  let y = qb.baseAddress else { return }
-                            let sources = [(pa, pair.aEval), (pa + half, pair.aEval), (pb, pair.bEval), (pb + half, pair.bEval)]
-                            var q: [UnsafePointer<UInt32>] = []
-                            for (i, (words, eval)) in sources.enumerated() {
-                                tensor.extendAuxiliary(words: words, eval: eval, into: x + i * pw, scratch: &scratch)
-                                if eval {
-                                    q.append(words)
-                                } else {
-                                    // Coefficient-form operands (tests) get their Q rows transformed.
-                                    tensor.extendRowsQ(words: words, into: y + i * half)
-                                    q.append(UnsafePointer(y + i * half))
-                                }
-                            }
-                            let p = UnsafePointer(x)
-                            accumulate((q[0], q[1], q[2], q[3]), (p, p + pw, p + 2 * pw, p + 3 * pw))
+                    guard let pa = a.baseAddress, let pb = b.baseAddress else { return }
+                    // Operand i's rows over Q: the input itself, or the whole extension's first rows.
+                    func extend(_ i: Int, _ input: UnsafePointer<UInt32>, eval: Bool) -> UnsafePointer<UInt32> {
+                        let x = extended + i * words
+                        if eval {
+                            tensor.extendAuxiliary(words: input, eval: true, into: x + lqn, scratch: &scratch)
+                            return input
                         }
+                        tensor.extend(words: input, eval: false, into: x, scratch: &scratch)
+                        return UnsafePointer(x)
                     }
+                    let q = (extend(0, pa, eval: pair.aEval), extend(1, pa + half, eval: pair.aEval),
+                             extend(2, pb, eval: pair.bEval), extend(3, pb + half, eval: pair.bEval))
+                    let p = UnsafePointer(extended + lqn)
+                    accumulate(q, (p, p + words, p + 2 * words, p + 3 * words))
                 }
             }
         }

@@ -64,9 +64,6 @@ final class NarrowTensor: @unchecked Sendable {
     /// Words of one extended polynomial (`rows × degree`).
     var extendedWords: Int { rows * degree }
 
-    /// Words of an extension's rows over P alone.
-    var auxiliaryWords: Int { (rows - params.pointee.lq) * degree }
-
     /// Words of a polynomial's rows over Q.
     var ciphertextWords: Int { params.pointee.lq * degree }
 
@@ -88,14 +85,6 @@ final class NarrowTensor: @unchecked Sendable {
                          scratch: inout [UInt32]) {
         scratch.withUnsafeMutableBufferPointer { s in
             cv_extend32_p(out, words, eval ? 1 : 0, params, s.baseAddress)
-        }
-    }
-
-    /// The rows over Q of coefficient-form words in evaluation form (what `extend` writes first).
-    func extendRowsQ(words: UnsafePointer<UInt32>, into out: UnsafeMutablePointer<UInt32>) {
-        let pp = params.pointee
-        for r in 0..<pp.lq {
-            cv_ntt32_forward_to(out + r * degree, words + r * degree, degree, pp.fwd[r], pp.fwd_shoup[r], pp.moduli[r])
         }
     }
 
