@@ -106,6 +106,70 @@ CV_AVX512DQ static void scan_group_##G(uint32_t *out, size_t pair_stride, size_t
     }                                                                                                          \
 }
 
+// Multiply-accumulate of one plaintext block row (`p0`, `p1` and their odd lanes) with one stream's selector
+// words `s` (16-word halves and their odd lanes, in the order of `acc`).
+AVX512 __attribute__((always_inline)) static inline void accumulate(__m512i *acc, __m512i p0, __m512i p0o, __m512i p1,
+                                                                    __m512i p1o, const __m512i *s) {
+    acc[0] = _mm512_add_epi64(acc[0], _mm512_mul_epu32(p0, s[0]));
+    acc[1] = _mm512_add_epi64(acc[1], _mm512_mul_epu32(p0o, s[1]));
+    acc[2] = _mm512_add_epi64(acc[2], _mm512_mul_epu32(p1, s[2]));
+    acc[3] = _mm512_add_epi64(acc[3], _mm512_mul_epu32(p1o, s[3]));
+}
+
+// One query's two streams over two columns at once: each selector row is loaded once for both columns, which
+// halves the selector traffic from L2 (the selectors of a task's blocks do not stay in L1 across its columns)
+// and measured 10–13% faster on a 1,000,000-row shard's pattern. An absent row is read as zeros (a masked load),
+// so the two columns' gaps need not match; the extra zero terms only make the lazy reductions come earlier.
+CV_AVX512DQ static void scan_columns_2(uint32_t *out, size_t pair_stride, size_t poly_stride, size_t out_column_stride,
+                                       const uint32_t *pt, size_t pt_column_stride, const uint8_t *present,
+                                       size_t present_column_stride, size_t rows, const uint32_t *const *sel,
+                                       size_t row_stride, uint32_t q, size_t lazy) {
+    const __m512i vq = _mm512_set1_epi64((long long)q);
+    const __m512d inv_q = _mm512_set1_pd(1.0 / (double)q);
+    __m512i total[2][2][4], acc[2][2][4];
+    for (int c = 0; c < 2; c++)
+        for (int g = 0; g < 2; g++)
+            for (int k = 0; k < 4; k++) total[c][g][k] = acc[c][g][k] = _mm512_setzero_si512();
+    size_t pending = 0;
+    for (size_t r = 0; r < rows; r++) {
+        __m512i s[2][4];
+        for (int g = 0; g < 2; g++) {
+            const uint32_t *x = sel[g] + r * row_stride;
+            _mm_prefetch((const char *)(x + 8 * row_stride), _MM_HINT_T0);
+            _mm_prefetch((const char *)(x + 8 * row_stride + 16), _MM_HINT_T0);
+            s[g][0] = _mm512_loadu_si512(x);
+            s[g][2] = _mm512_loadu_si512(x + 16);
+            s[g][1] = _mm512_srli_epi64(s[g][0], 32);
+            s[g][3] = _mm512_srli_epi64(s[g][2], 32);
+        }
+        for (int c = 0; c < 2; c++) {
+            const uint32_t *p = pt + (size_t)c * pt_column_stride + r * 32;
+            _mm_prefetch((const char *)(p + 32 * 32), _MM_HINT_T2);
+            _mm_prefetch((const char *)(p + 32 * 32 + 16), _MM_HINT_T2);
+            const __mmask16 m = present[(size_t)c * present_column_stride + r] ? 0xFFFF : 0;
+            const __m512i p0 = _mm512_maskz_loadu_epi32(m, p), p1 = _mm512_maskz_loadu_epi32(m, p + 16);
+            const __m512i p0o = _mm512_srli_epi64(p0, 32), p1o = _mm512_srli_epi64(p1, 32);
+            for (int g = 0; g < 2; g++) accumulate(acc[c][g], p0, p0o, p1, p1o, s[g]);
+        }
+        if (++pending == lazy) {
+            for (int c = 0; c < 2; c++)
+                for (int g = 0; g < 2; g++) spill(&acc[c][g][0], &acc[c][g][1], &acc[c][g][2], &acc[c][g][3], total[c][g], inv_q, vq);
+            pending = 0;
+        }
+    }
+    const __m512i pick = _mm512_load_si512(interleave_low);
+    for (int c = 0; c < 2; c++) {
+        for (int g = 0; g < 2; g++) {
+            spill(&acc[c][g][0], &acc[c][g][1], &acc[c][g][2], &acc[c][g][3], total[c][g], inv_q, vq);
+            uint32_t *o = stream_out(out + (size_t)c * out_column_stride, pair_stride, poly_stride, (size_t)g);
+            _mm512_storeu_si512(o, _mm512_permutex2var_epi32(reduce_lanes(total[c][g][0], inv_q, vq), pick,
+                                                             reduce_lanes(total[c][g][1], inv_q, vq)));
+            _mm512_storeu_si512(o + 16, _mm512_permutex2var_epi32(reduce_lanes(total[c][g][2], inv_q, vq), pick,
+                                                                  reduce_lanes(total[c][g][3], inv_q, vq)));
+        }
+    }
+}
+
 CV_SCAN_GROUP(1, CV_ACC_DECL(0), CV_ACC_STEP(0), CV_ACC_SPILL(0))
 CV_SCAN_GROUP(2, CV_ACC_DECL(0) CV_ACC_DECL(1), CV_ACC_STEP(0) CV_ACC_STEP(1), CV_ACC_SPILL(0) CV_ACC_SPILL(1))
 CV_SCAN_GROUP(4, CV_ACC_DECL(0) CV_ACC_DECL(1) CV_ACC_DECL(2) CV_ACC_DECL(3),
@@ -131,4 +195,23 @@ void cv_scan_block32(uint32_t *out, size_t pair_stride, size_t poly_stride,
     }
 #endif
     scan_block32_portable(out, pair_stride, poly_stride, pt, present, rows, sel, row_stride, streams, q, barrett, lazy);
+}
+
+void cv_scan_columns32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stride, size_t out_column_stride,
+                       const uint32_t *pt, size_t pt_column_stride, const uint8_t *present, size_t present_column_stride,
+                       size_t columns, size_t rows, const uint32_t *const *sel, size_t sel_row_stride, size_t streams,
+                       uint32_t q, uint64_t barrett, size_t lazy) {
+    if (lazy == 0) lazy = 1;
+    size_t c = 0;
+#if defined(__x86_64__)
+    if (streams == 2 && cv_active_level() >= CV_LEVEL_AVX512 && q >= (1u << 16)) {
+        for (; c + 2 <= columns; c += 2)
+            scan_columns_2(out + c * out_column_stride, out_pair_stride, out_poly_stride, out_column_stride,
+                           pt + c * pt_column_stride, pt_column_stride, present + c * present_column_stride,
+                           present_column_stride, rows, sel, sel_row_stride, q, lazy);
+    }
+#endif
+    for (; c < columns; c++)
+        cv_scan_block32(out + c * out_column_stride, out_pair_stride, out_poly_stride, pt + c * pt_column_stride,
+                        present + c * present_column_stride, rows, sel, sel_row_stride, streams, q, barrett, lazy);
 }

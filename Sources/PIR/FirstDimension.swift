@@ -103,7 +103,7 @@ struct FirstDimension {
         }
     }
 
-    /// Blocks `blocks` of RNS row `r`, every column, every query: one kernel call per (column, block).
+    /// Blocks `blocks` of RNS row `r`, every column, every query: one kernel call per (column pair, block).
     static func scanTask(buffers: ScanBuffers, matrix: DatabaseMatrix, modulus q: Modulus, r: Int, blocks: Range<Int>,
                          streams: Int, d1: Int, n: Int, rowStride: Int, firstColumn: Int) {
         let width = DatabaseMatrix.blockWidth
@@ -115,15 +115,18 @@ struct FirstDimension {
         let selectorRowStride = buffers.selectors.rowStride
         withUnsafeTemporaryAllocation(of: UnsafePointer<UInt32>?.self, capacity: streams) { sel in
             guard let table = sel.baseAddress else { return }
-            for col in 0..<d1 {
+            // Two columns per kernel call: one query's selector rows are then loaded once for both.
+            for col in stride(from: 0, to: d1, by: 2) {
                 let column = firstColumn + col
+                let columns = min(2, d1 - col)
                 let present = buffers.present.advanced(by: column * d0)
                 for b in blocks {
                     let pt = buffers.matrix.advanced(by: matrix.blockOffset(column: column, row: r, block: b))
                     for s in 0..<streams { table[s] = bases[s] + (r * n + b * width) }
                     let out = buffers.output.advanced(by: col * 2 * rowStride + r * n + b * width)
-                    cv_scan_block32(out, d1 * 2 * rowStride, rowStride, pt, present, d0, table, selectorRowStride,
-                                    streams, q32, barrett, lazyTerms)
+                    cv_scan_columns32(out, d1 * 2 * rowStride, rowStride, 2 * rowStride, pt, matrix.columnStride,
+                                      present, d0, columns, d0, table, selectorRowStride, streams, q32, barrett,
+                                      lazyTerms)
                 }
             }
         }

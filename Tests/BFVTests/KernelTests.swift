@@ -360,6 +360,51 @@ struct KernelTests {
         for out in outputs { #expect(out == expected) }
     }
 
+    /// Two columns at once (`cv_scan_columns32`) against the plain sums, at every level: the columns' absent rows
+    /// differ and hold garbage words (the two-column kernel reads them as zeros), the lazy bound forces reductions
+    /// inside the block, and an odd column count leaves one column to the one-column kernel.
+    @Test("scan columns: two at a time equal the plain sums", arguments: [1, 2, 3, 4])
+    func scanColumns(streams: Int) throws {
+        var rng = TestRandom()
+        let q: UInt32 = 134_176_769
+        let rows = 29
+        let columns = 3
+        let lazy = 4
+        let ptStride = rows * 32 + 40
+        let pt = (0..<(columns * ptStride)).map { _ in UInt32.random(in: 0..<q, using: &rng) }
+        let present = (0..<(columns * rows)).map { i in UInt8((i % rows) % (3 + i / rows) == 1 ? 0 : 1) }
+        let rowStride = streams * 32 + 8
+        let sel = (0..<(rows * rowStride)).map { _ in UInt32.random(in: 0..<q, using: &rng) }
+        // Output: column c, stream s at c · outColumn + (s / 2) · 64 + (s % 2) · 32.
+        let outColumn = ((streams + 1) / 2) * 64 + 16
+        var expected = [UInt32](repeating: .max, count: columns * outColumn)
+        for c in 0..<columns {
+            for s in 0..<streams {
+                for k in 0..<32 {
+                    var sum: UInt64 = 0
+                    for r in 0..<rows where present[c * rows + r] == 1 {
+                        sum = (sum + UInt64(pt[c * ptStride + r * 32 + k]) * UInt64(sel[r * rowStride + s * 32 + k])) % UInt64(q)
+                    }
+                    expected[c * outColumn + (s / 2) * 64 + (s % 2) * 32 + k] = UInt32(sum)
+                }
+            }
+        }
+        #expect(present.contains(0) && present.prefix(rows) != present.dropFirst(rows).prefix(rows))
+        let outputs = Self.atEveryLevel { () -> [UInt32] in
+            var out = [UInt32](repeating: .max, count: columns * outColumn)
+            sel.withUnsafeBufferPointer { sp in
+                guard let base = sp.baseAddress else { return }
+                let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
+                out.withUnsafeMutableBufferPointer { o in
+                    cv_scan_columns32(o.baseAddress, 64, 32, outColumn, pt, ptStride, present, rows, columns, rows, bases,
+                                      rowStride, streams, q, UInt64.max / UInt64(q), lazy)
+                }
+            }
+            return out
+        }
+        for out in outputs { #expect(out == expected) }
+    }
+
     /// Every residue `q − 1` and as many rows as the 64-bit lanes hold between reductions (and past it): the
     /// accumulators come within one product of 2^64, where the vector reduction's quotient estimate is least
     /// precise. `(q − 1)² ≡ 1`, so each output is the number of present rows mod q.
