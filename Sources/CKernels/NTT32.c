@@ -131,6 +131,11 @@ AVX512 static inline void inverse_butterfly(__m512i *x, __m512i *y, __m512i w, _
 // Twiddles of the 16 X lanes of a 32-word block at distance t < 16: w[base + k / t].
 AVX512 static inline void lane_twiddles(const uint32_t *w, const uint32_t *ws, size_t base, int log_t,
                                         __m512i *tw, __m512i *tws) {
+    if (log_t == 0) {  // one twiddle per lane, in order
+        *tw = _mm512_loadu_si512(w + base);
+        *tws = _mm512_loadu_si512(ws + base);
+        return;
+    }
     const __m512i idx = load_index(twiddle_lane[log_t]);
     *tw = _mm512_permutexvar_epi32(idx, _mm512_loadu_si512(w + base));
     *tws = _mm512_permutexvar_epi32(idx, _mm512_loadu_si512(ws + base));
@@ -280,9 +285,9 @@ AVX512 static void ntt32_inverse_avx512(uint32_t *a, const uint32_t *src, size_t
     } else {
         for (size_t b = 0; b < n; b += 64) inverse_head(a, src, n, b, 2, w, ws, q);
     }
-    // Stages with t ≥ 32 stream through memory.
+    // Stages with t ≥ 32 stream through memory; the last one (t = n/2) also multiplies by n^{-1}.
     size_t t = 32;
-    for (size_t m = n / 32; m > 1; m >>= 1) {
+    for (size_t m = n / 32; m > 2; m >>= 1) {
         const size_t h = m >> 1;
         for (size_t i = 0; i < h; i++) {
             const __m512i wv = _mm512_set1_epi32((int)w[h + i]), wsv = _mm512_set1_epi32((int)ws[h + i]);
@@ -296,10 +301,19 @@ AVX512 static void ntt32_inverse_avx512(uint32_t *a, const uint32_t *src, size_t
         }
         t <<= 1;
     }
+    // x ← (x + y)·n^{-1}, y ← (x + 2q − y)·(w_1·n^{-1}): the scaling folded into the last butterflies, which
+    // saves a pass over the row.
+    const uint32_t w1 = (uint32_t)((uint64_t)w[1] * inv_n % q);
+    const uint32_t w1s = (uint32_t)(((uint64_t)w1 << 32) / q);
     const __m512i iv = _mm512_set1_epi32((int)inv_n), ivs = _mm512_set1_epi32((int)inv_n_shoup);
-    for (size_t j = 0; j < n; j += 16) {
-        __m512i r = vmul_shoup_lazy(_mm512_loadu_si512(a + j), iv, ivs, vq);
-        _mm512_storeu_si512(a + j, vmin_sub(r, vq));
+    const __m512i wv = _mm512_set1_epi32((int)w1), wsv = _mm512_set1_epi32((int)w1s);
+    uint32_t *x = a, *y = a + t;
+    for (size_t j = 0; j < t; j += 16) {
+        const __m512i u = _mm512_loadu_si512(x + j), v = _mm512_loadu_si512(y + j);
+        const __m512i s = vmul_shoup_lazy(_mm512_add_epi32(u, v), iv, ivs, vq);
+        const __m512i d = vmul_shoup_lazy(_mm512_sub_epi32(_mm512_add_epi32(u, v2q), v), wv, wsv, vq);
+        _mm512_storeu_si512(x + j, vmin_sub(s, vq));
+        _mm512_storeu_si512(y + j, vmin_sub(d, vq));
     }
 }
 #endif
