@@ -240,8 +240,48 @@ CV_GALOIS(galois_avx512, AVX512)
 CV_DROP_SPECIAL(drop_special_avx512, AVX512)
 CV_COMBINE(combine_avx512, AVX512)
 CV_PERMUTE(permute_avx512, AVX512)
-CV_DROP_CORRECTION(drop_correction_avx512, AVX512)
-CV_DROP_EVAL(drop_eval_avx512, AVX512)
+CV_DROP_CORRECTION(drop_correction_wide_avx512, AVX512)
+CV_DROP_EVAL(drop_eval_auto_avx512, AVX512)
+
+// `drop_correction` in lanes when p < 4q (every Live Caller ID preset): (x_p + ⌊p/2⌋) mod p is below 4q, so its
+// residue mod q takes two conditional subtractions instead of a Barrett product in 64-bit lanes.
+AVX512 static void drop_correction_avx512(uint32_t *restrict z, const uint32_t *restrict xp, size_t n, uint32_t q,
+                                          uint64_t q_barrett32, uint32_t p, uint32_t half, uint32_t half_q) {
+    if ((uint64_t)p > 4 * (uint64_t)q || n % 16 != 0) {
+        drop_correction_wide_avx512(z, xp, n, q, q_barrett32, p, half, half_q);
+        return;
+    }
+    const __m512i vq = _mm512_set1_epi32((int)q), v2q = _mm512_set1_epi32((int)(2 * q));
+    const __m512i vp = _mm512_set1_epi32((int)p), vhalf = _mm512_set1_epi32((int)half);
+    const __m512i top = _mm512_set1_epi32((int)(half_q + q));
+    for (size_t j = 0; j < n; j += 16) {
+        const __m512i y = vmin_sub(_mm512_add_epi32(_mm512_loadu_si512(xp + j), vhalf), vp);
+        const __m512i ym = vmin_sub(vmin_sub(y, v2q), vq);
+        _mm512_storeu_si512(z + j, vmin_sub(_mm512_sub_epi32(top, ym), vq));
+    }
+}
+
+// `drop_eval` in lanes: the Shoup product by p^{-1} on 16 words at once (the compiler's version widened it to
+// 64-bit lanes), and σ(c0)'s words gathered through the permutation.
+AVX512 static void drop_eval_avx512(uint32_t *restrict out, const uint32_t *restrict x, const uint32_t *restrict z,
+                                    const uint32_t *restrict rot, const uint32_t *restrict perm, size_t n, uint32_t q,
+                                    uint32_t p_inv, uint32_t p_inv_shoup) {
+    if (n % 16 != 0) {
+        drop_eval_auto_avx512(out, x, z, rot, perm, n, q, p_inv, p_inv_shoup);
+        return;
+    }
+    const __m512i vq = _mm512_set1_epi32((int)q);
+    const __m512i w = _mm512_set1_epi32((int)p_inv), ws = _mm512_set1_epi32((int)p_inv_shoup);
+    for (size_t j = 0; j < n; j += 16) {
+        const __m512i v = _mm512_add_epi32(_mm512_loadu_si512(x + j), _mm512_loadu_si512(z + j));
+        __m512i r = vmin_sub(vmul_shoup_lazy(v, w, ws, vq), vq);
+        if (rot) {
+            const __m512i g = _mm512_i32gather_epi32(_mm512_loadu_si512(perm + j), (const void *)rot, 4);
+            r = vmin_sub(_mm512_add_epi32(r, g), vq);
+        }
+        _mm512_storeu_si512(out + j, r);
+    }
+}
 #define CV_PICK(name) (cv_active_level() >= CV_LEVEL_AVX512 ? name##_avx512 : name##_portable)
 #else
 #define CV_PICK(name) name##_portable
