@@ -173,6 +173,32 @@ extension Context {
         return try scaledSum(accQ: accQ, accP: accP, constants: mc)
     }
 
+    /// The 32-bit extension of `poly` (over the ciphertext moduli) to Q ∪ P in evaluation form, with the moduli of
+    /// P, or nil without a 32-bit kernel: lets tests check `NarrowTensor` against the exact centred lift. With
+    /// `asWords` the input goes in as 32-bit words the way `multiplyAccumulate(words:)` passes it (an
+    /// evaluation-form input's Q rows as they are, only its P rows computed), else as the polynomial.
+    package func narrowExtension(of poly: PolyRq, asWords: Bool) throws -> (words: [UInt32], auxiliaryModuli: [UInt64])? {
+        let mc = try level(poly.context.rowCount).multiplication
+        guard let tensor = mc.narrowTensor, poly.context == ciphertextContext else { return nil }
+        let lqn = tensor.ciphertextWords
+        let input = poly.data.map { UInt32(truncatingIfNeeded: $0) }
+        var scratch = tensor.makeScratch()
+        var out = [UInt32](repeating: 0, count: tensor.extendedWords)
+        input.withUnsafeBufferPointer { w in
+            out.withUnsafeMutableBufferPointer { o in
+                guard let src = w.baseAddress, let dst = o.baseAddress else { return }
+                switch (asWords, poly.format) {
+                case (false, _): tensor.extend(poly, into: dst, scratch: &scratch)
+                case (true, .eval):
+                    dst.update(from: src, count: lqn)
+                    tensor.extendAuxiliary(words: src, eval: true, into: dst + lqn, scratch: &scratch)
+                case (true, .coeff): tensor.extend(words: src, eval: false, into: dst, scratch: &scratch)
+                }
+            }
+        }
+        return (out, mc.auxContext.moduliValues)
+    }
+
     /// Four operands' rows: (a0, a1, b0, b1).
     typealias OperandRows = (UnsafePointer<UInt32>, UnsafePointer<UInt32>, UnsafePointer<UInt32>, UnsafePointer<UInt32>)
 

@@ -275,6 +275,52 @@ struct KernelTests {
         for out in outputs { #expect(out == expected) }
     }
 
+    /// The extension to Q ∪ P (`cv_extend32`, `cv_extend32_p`) against the exact centred lift computed here by CRT
+    /// in 128-bit integers: for inputs in either form, given as polynomials (64-bit words) or as 32-bit words, at
+    /// every level. An evaluation-form input's inverse transforms carry the conversion's first factor, so a
+    /// wrong factor or correction α shows here rather than only in decryptions.
+    @Test("extension to Q ∪ P equals the exact centred lift, every input kind, at every level")
+    func extensionIsTheCentredLift() throws {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let ctx = context.ciphertextContext
+        let n = context.degree
+        let q = ctx.moduliValues
+        var rng = TestRandom()
+        let coeff = PolyRq(unchecked: ctx, format: .coeff, data: q.flatMap { qi in (0..<n).map { _ in UInt64.random(in: 0..<qi, using: &rng) } })
+        // x_j = Σ_i r_i·Q_i·[Q_i^{-1}]_{q_i} mod Q, centred into (−Q/2, Q/2].
+        let bigQ = q.reduce(Int128(1)) { $0 * Int128($1) }
+        func power(_ b: UInt64, _ e: UInt64, _ m: UInt64) -> UInt64 {
+            var (result, base, e) = (UInt64(1), b % m, e)
+            while e > 0 {
+                if e & 1 == 1 { result = result * base % m }
+                base = base * base % m
+                e >>= 1
+            }
+            return result
+        }
+        let crt = q.map { qi -> Int128 in
+            let punctured = bigQ / Int128(qi)
+            return punctured * Int128(power(UInt64(punctured % Int128(qi)), qi - 2, qi))
+        }
+        let lift = (0..<n).map { j -> Int128 in
+            let x = q.indices.reduce(Int128(0)) { ($0 + Int128(coeff.data[$1 * n + j]) * crt[$1]) % bigQ }
+            return x > bigQ / 2 ? x - bigQ : x
+        }
+        let qRows = coeff.converted(to: .eval).data.map { UInt32($0) }
+        for input in [coeff, coeff.converted(to: .eval)] {
+            for asWords in [false, true] {
+                let outputs = try Self.atEveryLevel { try context.narrowExtension(of: input, asWords: asWords) }
+                for out in outputs {
+                    guard let out else { Issue.record("no 32-bit extension for this preset"); continue }
+                    let pData = out.auxiliaryModuli.flatMap { p in lift.map { UInt64((($0 % Int128(p)) + Int128(p)) % Int128(p)) } }
+                    let pContext = try PolyContext(degree: n, moduli: out.auxiliaryModuli)
+                    let pRows = PolyRq(unchecked: pContext, format: .coeff, data: pData).converted(to: .eval).data.map { UInt32($0) }
+                    #expect(out.words == qRows + pRows, "\(input.format) input, as words: \(asWords)")
+                }
+            }
+        }
+    }
+
     /// The auxiliary base's bound at its limit: every operand coefficient is A, within 2^−23 of the largest centred
     /// value Q/2 (at Q/2 itself the double-precision lift may pick either centred representative, both valid), and
     /// the sum has the most pairs allowed, so the tensor coefficients come as close to the bound P is sized for as

@@ -137,7 +137,7 @@ void cv_expand_combine32(uint32_t *even, uint32_t *odd, const uint32_t *c, const
 /// sides: `in[i * in_stride + j]` mod `from[i]` (`ls` moduli) to `out[k * out_stride + j]` mod `to[k]` (`lt`).
 /// Tables: `punct_inv[i] = (B/b_i)^{-1} mod b_i` with Shoup quotients, `recip[i] = 1/b_i`,
 /// `punct_in_target[k * ls + i] = [B/b_i]_{m_k}` with Shoup quotients, `prod_in_target[k] = [B]_{m_k}`.
-/// `scratch` holds `(ls + 2) · count` words; the output's first row doubles as scratch during the call.
+/// `scratch` holds `(ls + 2) · count` words.
 void cv_convert_centered32(uint64_t *out, size_t out_stride, const uint64_t *in, size_t in_stride, size_t count,
                            size_t ls, const uint32_t *from, const uint32_t *punct_inv,
                            const uint32_t *punct_inv_shoup, const double *recip,
