@@ -103,7 +103,7 @@ struct FirstDimension {
         }
     }
 
-    /// Blocks `blocks` of RNS row `r`, every column, every query: one kernel call per (column pair, block).
+    /// Blocks `blocks` of RNS row `r`, every column, every query: one kernel call per (group of up to four columns, block).
     static func scanTask(buffers: ScanBuffers, matrix: DatabaseMatrix, modulus q: Modulus, r: Int, blocks: Range<Int>,
                          streams: Int, d1: Int, n: Int, rowStride: Int, firstColumn: Int) {
         let width = DatabaseMatrix.blockWidth
@@ -115,10 +115,10 @@ struct FirstDimension {
         let selectorRowStride = buffers.selectors.rowStride
         withUnsafeTemporaryAllocation(of: UnsafePointer<UInt32>?.self, capacity: streams) { sel in
             guard let table = sel.baseAddress else { return }
-            // Two columns per kernel call: one query's selector rows are then loaded once for both.
-            for col in stride(from: 0, to: d1, by: 2) {
+            // Up to four columns per kernel call: one query's selector rows are then loaded once for all of them.
+            for col in stride(from: 0, to: d1, by: 4) {
                 let column = firstColumn + col
-                let columns = min(2, d1 - col)
+                let columns = min(4, d1 - col)
                 let present = buffers.present.advanced(by: column * d0)
                 for b in blocks {
                     let pt = buffers.matrix.advanced(by: matrix.blockOffset(column: column, row: r, block: b))

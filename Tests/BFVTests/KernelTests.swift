@@ -406,15 +406,15 @@ struct KernelTests {
         for out in outputs { #expect(out == expected) }
     }
 
-    /// Two columns at once (`cv_scan_columns32`) against the plain sums, at every level: the columns' absent rows
-    /// differ and hold garbage words (the two-column kernel reads them as zeros), the lazy bound forces reductions
-    /// inside the block, and an odd column count leaves one column to the one-column kernel.
-    @Test("scan columns: two at a time equal the plain sums", arguments: [1, 2, 3, 4])
+    /// Several columns at once (`cv_scan_columns32`) against the plain sums, at every level: the columns' absent
+    /// rows differ and hold garbage words (the multi-column kernels read them as zeros), the lazy bound forces
+    /// reductions inside the block, and seven columns take the four-, two- and one-column kernels.
+    @Test("scan columns: four, two and one at a time equal the plain sums", arguments: [1, 2, 3, 4])
     func scanColumns(streams: Int) throws {
         var rng = TestRandom()
         let q: UInt32 = 134_176_769
         let rows = 29
-        let columns = 3
+        let columns = 7
         let lazy = 4
         let ptStride = rows * 32 + 40
         let pt = (0..<(columns * ptStride)).map { _ in UInt32.random(in: 0..<q, using: &rng) }

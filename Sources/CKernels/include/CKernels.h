@@ -71,7 +71,7 @@ void cv_scan_block32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stri
 
 /// `cv_scan_block32` over `columns` columns of the same block: column `c` reads `pt + c * pt_column_stride` and
 /// `present + c * present_column_stride` and writes from `out + c * out_column_stride`. With two streams (one
-/// query) the vector path takes the columns two at a time, loading each selector row once for both.
+/// query) the vector path takes the columns four (then two) at a time, loading each selector row once for all.
 void cv_scan_columns32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stride, size_t out_column_stride,
                        const uint32_t *pt, size_t pt_column_stride, const uint8_t *present, size_t present_column_stride,
                        size_t columns, size_t rows, const uint32_t *const *sel, size_t sel_row_stride, size_t streams,
