@@ -177,7 +177,8 @@ extension Context {
     /// P, or nil without a 32-bit kernel: lets tests check `NarrowTensor` against the exact centred lift. With
     /// `asWords` the input goes in as 32-bit words the way `multiplyAccumulate(words:)` passes it (an
     /// evaluation-form input's Q rows as they are, only its P rows computed), else as the polynomial.
-    package func narrowExtension(of poly: PolyRq, asWords: Bool) throws -> (words: [UInt32], auxiliaryModuli: [UInt64])? {
+    package func narrowExtension(of poly: PolyRq, asWords: Bool) throws
+        -> (words: [UInt32], auxiliaryModuli: [UInt64])? {
         let mc = try level(poly.context.rowCount).multiplication
         guard let tensor = mc.narrowTensor, poly.context == ciphertextContext else { return nil }
         let lqn = tensor.ciphertextWords

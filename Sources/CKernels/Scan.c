@@ -211,9 +211,9 @@ void cv_scan_block32(uint32_t *out, size_t pair_stride, size_t poly_stride,
 }
 
 void cv_scan_columns32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stride, size_t out_column_stride,
-                       const uint32_t *pt, size_t pt_column_stride, const uint8_t *present, size_t present_column_stride,
-                       size_t columns, size_t rows, const uint32_t *const *sel, size_t sel_row_stride, size_t streams,
-                       uint32_t q, uint64_t barrett, size_t lazy) {
+                       const uint32_t *pt, size_t pt_column_stride, const uint8_t *present,
+                       size_t present_column_stride, size_t columns, size_t rows, const uint32_t *const *sel,
+                       size_t sel_row_stride, size_t streams, uint32_t q, uint64_t barrett, size_t lazy) {
     if (lazy == 0) lazy = 1;
     size_t c = 0;
 #if defined(__x86_64__)

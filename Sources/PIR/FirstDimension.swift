@@ -103,7 +103,8 @@ struct FirstDimension {
         }
     }
 
-    /// Blocks `blocks` of RNS row `r`, every column, every query: one kernel call per (group of up to four columns, block).
+    /// Blocks `blocks` of RNS row `r`, every column, every query: one kernel call per block and group of up to four
+    /// columns.
     static func scanTask(buffers: ScanBuffers, matrix: DatabaseMatrix, modulus q: Modulus, r: Int, blocks: Range<Int>,
                          streams: Int, d1: Int, n: Int, rowStride: Int, firstColumn: Int) {
         let width = DatabaseMatrix.blockWidth

@@ -286,7 +286,8 @@ struct KernelTests {
         let n = context.degree
         let q = ctx.moduliValues
         var rng = TestRandom()
-        let coeff = PolyRq(unchecked: ctx, format: .coeff, data: q.flatMap { qi in (0..<n).map { _ in UInt64.random(in: 0..<qi, using: &rng) } })
+        let residues = q.flatMap { qi in (0..<n).map { _ in UInt64.random(in: 0..<qi, using: &rng) } }
+        let coeff = PolyRq(unchecked: ctx, format: .coeff, data: residues)
         // x_j = Σ_i r_i·Q_i·[Q_i^{-1}]_{q_i} mod Q, centred into (−Q/2, Q/2].
         let bigQ = q.reduce(Int128(1)) { $0 * Int128($1) }
         func power(_ b: UInt64, _ e: UInt64, _ m: UInt64) -> UInt64 {
@@ -312,9 +313,12 @@ struct KernelTests {
                 let outputs = try Self.atEveryLevel { try context.narrowExtension(of: input, asWords: asWords) }
                 for out in outputs {
                     guard let out else { Issue.record("no 32-bit extension for this preset"); continue }
-                    let pData = out.auxiliaryModuli.flatMap { p in lift.map { UInt64((($0 % Int128(p)) + Int128(p)) % Int128(p)) } }
+                    let pData = out.auxiliaryModuli.flatMap { p in
+                        lift.map { UInt64((($0 % Int128(p)) + Int128(p)) % Int128(p)) }
+                    }
                     let pContext = try PolyContext(degree: n, moduli: out.auxiliaryModuli)
-                    let pRows = PolyRq(unchecked: pContext, format: .coeff, data: pData).converted(to: .eval).data.map { UInt32($0) }
+                    let pRows = PolyRq(unchecked: pContext, format: .coeff, data: pData).converted(to: .eval).data
+                        .map { UInt32($0) }
                     #expect(out.words == qRows + pRows, "\(input.format) input, as words: \(asWords)")
                 }
             }
@@ -429,7 +433,8 @@ struct KernelTests {
                 for k in 0..<32 {
                     var sum: UInt64 = 0
                     for r in 0..<rows where present[c * rows + r] == 1 {
-                        sum = (sum + UInt64(pt[c * ptStride + r * 32 + k]) * UInt64(sel[r * rowStride + s * 32 + k])) % UInt64(q)
+                        let product = UInt64(pt[c * ptStride + r * 32 + k]) * UInt64(sel[r * rowStride + s * 32 + k])
+                        sum = (sum + product) % UInt64(q)
                     }
                     expected[c * outColumn + (s / 2) * 64 + (s % 2) * 32 + k] = UInt32(sum)
                 }
@@ -442,8 +447,8 @@ struct KernelTests {
                 guard let base = sp.baseAddress else { return }
                 let bases: [UnsafePointer<UInt32>?] = (0..<streams).map { base + $0 * 32 }
                 out.withUnsafeMutableBufferPointer { o in
-                    cv_scan_columns32(o.baseAddress, 64, 32, outColumn, pt, ptStride, present, rows, columns, rows, bases,
-                                      rowStride, streams, q, UInt64.max / UInt64(q), lazy)
+                    cv_scan_columns32(o.baseAddress, 64, 32, outColumn, pt, ptStride, present, rows, columns, rows,
+                                      bases, rowStride, streams, q, UInt64.max / UInt64(q), lazy)
                 }
             }
             return out

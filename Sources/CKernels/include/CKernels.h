@@ -73,9 +73,9 @@ void cv_scan_block32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stri
 /// `present + c * present_column_stride` and writes from `out + c * out_column_stride`. With two streams (one
 /// query) the vector path takes the columns four (then two) at a time, loading each selector row once for all.
 void cv_scan_columns32(uint32_t *out, size_t out_pair_stride, size_t out_poly_stride, size_t out_column_stride,
-                       const uint32_t *pt, size_t pt_column_stride, const uint8_t *present, size_t present_column_stride,
-                       size_t columns, size_t rows, const uint32_t *const *sel, size_t sel_row_stride, size_t streams,
-                       uint32_t q, uint64_t barrett, size_t lazy);
+                       const uint32_t *pt, size_t pt_column_stride, const uint8_t *present,
+                       size_t present_column_stride, size_t columns, size_t rows, const uint32_t *const *sel,
+                       size_t sel_row_stride, size_t streams, uint32_t q, uint64_t barrett, size_t lazy);
 
 /// Ciphertext moduli 32-bit key switching supports (its digit tables live on the stack).
 #define CV_MAX_KEYSWITCH_MODULI 16
