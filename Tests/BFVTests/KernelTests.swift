@@ -7,6 +7,17 @@ import Testing
 /// same words, and the fused 32-bit Galois key switch must equal `Context.applyGalois`.
 @Suite("CKernels: vector and portable paths agree", .serialized)
 struct KernelTests {
+    /// `b^e mod m` for m below 2^32 (inverses mod a prime as `b^(m−2)`).
+    static func power(_ b: UInt64, _ e: UInt64, modulo m: UInt64) -> UInt64 {
+        var (result, base, e) = (UInt64(1), b % m, e)
+        while e > 0 {
+            if e & 1 == 1 { result = result * base % m }
+            base = base * base % m
+            e >>= 1
+        }
+        return result
+    }
+
     /// Runs `body` at each level this CPU offers, restoring the CPU's level afterwards.
     static func atEveryLevel<T>(_ body: () throws -> T) rethrows -> [T] {
         defer { _ = cv_set_level(CV_LEVEL_AVX512) }
@@ -275,33 +286,29 @@ struct KernelTests {
         for out in outputs { #expect(out == expected) }
     }
 
+    /// The ciphertext-product tests' preset, its ciphertext moduli and their product Q.
+    static func productPreset() throws -> (context: Context, q: [UInt64], bigQ: Int128) {
+        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let q = context.ciphertextContext.moduliValues
+        return (context, q, q.reduce(Int128(1)) { $0 * Int128($1) })
+    }
+
     /// The extension to Q ∪ P (`cv_extend32`, `cv_extend32_p`) against the exact centred lift computed here by CRT
     /// in 128-bit integers: for inputs in either form, given as polynomials (64-bit words) or as 32-bit words, at
     /// every level. An evaluation-form input's inverse transforms carry the conversion's first factor, so a
     /// wrong factor or correction α shows here rather than only in decryptions.
     @Test("extension to Q ∪ P equals the exact centred lift, every input kind, at every level")
     func extensionIsTheCentredLift() throws {
-        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
+        let (context, q, bigQ) = try Self.productPreset()
         let ctx = context.ciphertextContext
         let n = context.degree
-        let q = ctx.moduliValues
         var rng = TestRandom()
         let residues = q.flatMap { qi in (0..<n).map { _ in UInt64.random(in: 0..<qi, using: &rng) } }
         let coeff = PolyRq(unchecked: ctx, format: .coeff, data: residues)
         // x_j = Σ_i r_i·Q_i·[Q_i^{-1}]_{q_i} mod Q, centred into (−Q/2, Q/2].
-        let bigQ = q.reduce(Int128(1)) { $0 * Int128($1) }
-        func power(_ b: UInt64, _ e: UInt64, _ m: UInt64) -> UInt64 {
-            var (result, base, e) = (UInt64(1), b % m, e)
-            while e > 0 {
-                if e & 1 == 1 { result = result * base % m }
-                base = base * base % m
-                e >>= 1
-            }
-            return result
-        }
         let crt = q.map { qi -> Int128 in
             let punctured = bigQ / Int128(qi)
-            return punctured * Int128(power(UInt64(punctured % Int128(qi)), qi - 2, qi))
+            return punctured * Int128(Self.power(UInt64(punctured % Int128(qi)), qi - 2, modulo: qi))
         }
         let lift = (0..<n).map { j -> Int128 in
             let x = q.indices.reduce(Int128(0)) { ($0 + Int128(coeff.data[$1 * n + j]) * crt[$1]) % bigQ }
@@ -332,11 +339,8 @@ struct KernelTests {
     /// is round(t·m·count·(2k + 2 − N)·A²/Q) with m = 1, 2, 1 for the three polynomials.
     @Test("ciphertext product sums at the auxiliary base's limit (largest operands, most pairs) are exact")
     func productSumsAtTheBound() throws {
-        let context = try Context(preset: .n_4096_logq_27_28_28_logt_5)
-        let ctx = context.ciphertextContext
+        let (context, q, bigQ) = try Self.productPreset()
         let n = context.degree
-        let q = ctx.moduliValues
-        let bigQ = q.reduce(Int128(1)) { $0 * Int128($1) }
         let a = (bigQ - 1) / 2 - (Int128(1) << 32)
         let words = q.flatMap { qi in [UInt32](repeating: UInt32(a % Int128(qi)), count: n) }
         let operand = (words + words)[...]
@@ -484,15 +488,6 @@ struct KernelTests {
         let rows = (1 << (64 - 2 * bits)) - 2
         let streams = 2
         let m = UInt64(q)
-        func power(_ b: UInt64, _ e: UInt64) -> UInt64 {
-            var (result, base, e) = (UInt64(1), b % m, e)
-            while e > 0 {
-                if e & 1 == 1 { result = result * base % m }
-                base = base * base % m
-                e >>= 1
-            }
-            return result
-        }
         var pt = (0..<(rows * 32)).map { _ in UInt32.random(in: (q / 2)..<q, using: &rng) }
         let sel = (0..<(rows * streams * 32)).map { _ in UInt32.random(in: (q / 2)..<q, using: &rng) }
         // Stream 0 decides the last row: its sums hit the targets; stream 1 gets whatever follows.
@@ -500,7 +495,7 @@ struct KernelTests {
             let partial = (0..<(rows - 1)).reduce(UInt64(0)) { ($0 + UInt64(pt[$1 * 32 + k]) * UInt64(sel[$1 * streams * 32 + k])) % m }
             let target = (m + UInt64(k % 3) - 1) % m
             let last = UInt64(sel[(rows - 1) * streams * 32 + k])
-            pt[(rows - 1) * 32 + k] = UInt32((target + m - partial) % m * power(last, m - 2) % m)
+            pt[(rows - 1) * 32 + k] = UInt32((target + m - partial) % m * Self.power(last, m - 2, modulo: m) % m)
         }
         var expected = [UInt32](repeating: 0, count: streams * 32)
         for s in 0..<streams {
