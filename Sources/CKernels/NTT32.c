@@ -102,6 +102,20 @@ AVX512 static inline void forward_butterfly(__m512i *x, __m512i *y, __m512i w, _
     *y = _mm512_sub_epi32(_mm512_add_epi32(u, two_q), p);
 }
 
+// One memory stage's butterflies over a pair of spans (`t` words each, read from `xi`, `yi`, written to `x`, `y`),
+// with `reduce` a constant at each call so the loop carries no test.
+AVX512 __attribute__((always_inline)) static inline void forward_span(uint32_t *x, uint32_t *y, const uint32_t *xi,
+                                                                      const uint32_t *yi, size_t t, __m512i w,
+                                                                      __m512i ws, __m512i q, __m512i two_q,
+                                                                      const int reduce, __m512i half) {
+    for (size_t j = 0; j < t; j += 16) {
+        __m512i u = _mm512_loadu_si512(xi + j), v = _mm512_loadu_si512(yi + j);
+        forward_butterfly(&u, &v, w, ws, q, two_q, reduce, half);
+        _mm512_storeu_si512(x + j, u);
+        _mm512_storeu_si512(y + j, v);
+    }
+}
+
 // Which forward stages reduce their x inputs: values stay below B·q, B starting at 4 (the inputs' bound) and
 // growing by 2 per stage; a stage reduces (x below C·q with C = B/2, then B = C + 2) only when B + 2 would no
 // longer fit 32 bits. Below 2^28 that is one stage in four; at 30 bits every stage, as in the portable path.
@@ -205,21 +219,8 @@ AVX512 static void ntt32_forward_avx512(uint32_t *a, const uint32_t *src, size_t
             const __m512i wv = _mm512_set1_epi32((int)w[m + i]), wsv = _mm512_set1_epi32((int)ws[m + i]);
             uint32_t *x = a + 2 * i * t, *y = x + t;
             const uint32_t *xi = in + 2 * i * t, *yi = xi + t;
-            if (reduce) {
-                for (size_t j = 0; j < t; j += 16) {
-                    __m512i u = _mm512_loadu_si512(xi + j), v = _mm512_loadu_si512(yi + j);
-                    forward_butterfly(&u, &v, wv, wsv, vq, v2q, 1, vh);
-                    _mm512_storeu_si512(x + j, u);
-                    _mm512_storeu_si512(y + j, v);
-                }
-            } else {
-                for (size_t j = 0; j < t; j += 16) {
-                    __m512i u = _mm512_loadu_si512(xi + j), v = _mm512_loadu_si512(yi + j);
-                    forward_butterfly(&u, &v, wv, wsv, vq, v2q, 0, vh);
-                    _mm512_storeu_si512(x + j, u);
-                    _mm512_storeu_si512(y + j, v);
-                }
-            }
+            if (reduce) forward_span(x, y, xi, yi, t, wv, wsv, vq, v2q, 1, vh);
+            else forward_span(x, y, xi, yi, t, wv, wsv, vq, v2q, 0, vh);
         }
     }
     // The last five stages (t = 16 … 1) run in registers (`forward_tail`).
