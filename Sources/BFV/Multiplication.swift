@@ -153,15 +153,8 @@ extension Context {
             pair.a.withWords { a in
                 pair.b.withWords { b in
                     guard let pa = a.baseAddress, let pb = b.baseAddress else { return }
-                    // Operand i's rows over Q: the input itself, or the whole extension's first rows.
                     func extend(_ i: Int, _ input: UnsafePointer<UInt32>, eval: Bool) -> UnsafePointer<UInt32> {
-                        let x = extended + i * words
-                        if eval {
-                            tensor.extendAuxiliary(words: input, eval: true, into: x + lqn, scratch: &scratch)
-                            return input
-                        }
-                        tensor.extend(words: input, eval: false, into: x, scratch: &scratch)
-                        return UnsafePointer(x)
+                        tensor.extendOperand(words: input, eval: eval, into: extended + i * words, scratch: &scratch)
                     }
                     let q = (extend(0, pa, eval: pair.aEval), extend(1, pa + half, eval: pair.aEval),
                              extend(2, pb, eval: pair.bEval), extend(3, pb + half, eval: pair.bEval))
@@ -188,13 +181,9 @@ extension Context {
         input.withUnsafeBufferPointer { w in
             out.withUnsafeMutableBufferPointer { o in
                 guard let src = w.baseAddress, let dst = o.baseAddress else { return }
-                switch (asWords, poly.format) {
-                case (false, _): tensor.extend(poly, into: dst, scratch: &scratch)
-                case (true, .eval):
-                    dst.update(from: src, count: lqn)
-                    tensor.extendAuxiliary(words: src, eval: true, into: dst + lqn, scratch: &scratch)
-                case (true, .coeff): tensor.extend(words: src, eval: false, into: dst, scratch: &scratch)
-                }
+                guard asWords else { return tensor.extend(poly, into: dst, scratch: &scratch) }
+                let qRows = tensor.extendOperand(words: src, eval: poly.format == .eval, into: dst, scratch: &scratch)
+                if qRows != UnsafePointer(dst) { dst.update(from: qRows, count: lqn) }
             }
         }
         return (out, mc.auxContext.moduliValues)

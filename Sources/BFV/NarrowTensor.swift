@@ -79,20 +79,18 @@ final class NarrowTensor: @unchecked Sendable {
         }
     }
 
-    /// The rows over P of `extend(words:…)` alone, for callers that read the Q rows of evaluation-form words where
-    /// they are.
-    func extendAuxiliary(words: UnsafePointer<UInt32>, eval: Bool, into out: UnsafeMutablePointer<UInt32>,
-                         scratch: inout [UInt32]) {
+    /// Extends one operand given as 32-bit words over Q for the tensor sums, and returns where its Q rows are: an
+    /// evaluation-form operand's Q rows are the input itself and only its rows over P are written (from
+    /// `out + ciphertextWords`, `cv_extend32_p`); a coefficient-form operand is extended whole into `out`.
+    func extendOperand(words: UnsafePointer<UInt32>, eval: Bool, into out: UnsafeMutablePointer<UInt32>,
+                       scratch: inout [UInt32]) -> UnsafePointer<UInt32> {
         scratch.withUnsafeMutableBufferPointer { s in
-            cv_extend32_p(out, words, eval ? 1 : 0, params, s.baseAddress)
+            if eval {
+                cv_extend32_p(out + ciphertextWords, words, 1, params, s.baseAddress)
+            } else {
+                cv_extend32(out, words, 0, 0, params, s.baseAddress)
+            }
         }
-    }
-
-    /// `extend` for a polynomial given as 32-bit words over Q (`rows(Q) × degree`).
-    func extend(words: UnsafePointer<UInt32>, eval: Bool, into out: UnsafeMutablePointer<UInt32>,
-                scratch: inout [UInt32]) {
-        scratch.withUnsafeMutableBufferPointer { s in
-            cv_extend32(out, words, 0, eval ? 1 : 0, params, s.baseAddress)
-        }
+        return eval ? words : UnsafePointer(out)
     }
 }
