@@ -10,7 +10,7 @@ swift build --product callveil
 bin="$(swift build --show-bin-path)/callveil"
 demo="$top/.demo"
 mkdir -p "$demo"
-if [ ! -f "$demo/block/shard-0.cvshard" ] || [ "$(cat "$demo/count" 2>/dev/null)" != "$count" ]; then
+if [ ! -f "$demo/block/shard.manifest.json" ] || [ "$(cat "$demo/count" 2>/dev/null)" != "$count" ]; then
   rm -rf "$demo/block" "$demo/identity"
   "$bin" generate-demo --count "$count" --output "$demo/identities.csv"
   "$bin" build-db --input "$demo/identities.csv" --output "$demo"

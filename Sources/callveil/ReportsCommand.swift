@@ -117,9 +117,10 @@ struct ReportsCommand: AsyncParsableCommand {
             abstract: "Publish the blocking list the policy calls for, and bring a block database to it.",
             discussion: """
                 Applies reports.policy to the reports and decisions, publishes the next blocking-list version when anything \
-                changed (the Call Directory feed serves it at once), then, with --manifest, updates that block database in \
-                place (set lines: blocked 1, unblocked 0) and records the list version it reflects. Send the service SIGHUP \
-                (or let its reload pick the new version up) to serve it.
+                changed (the Call Directory feed serves it at once), then, with --manifest, lays that list over the block \
+                database: listed numbers answer blocked, numbers that left the list get their curated value back (the \
+                provider's own blocks are never undone), in one atomic version. Send the service SIGHUP (or let its reload \
+                pick the new version up) to serve it.
                 """)
         @OptionGroup var common: Common
         @Option(help: "The block database's manifest to update.") var manifest: String?

@@ -37,15 +37,25 @@ struct DatasetBuildTests {
 
     static func bytes(_ path: String) -> [UInt8]? { FileManager.default.contents(atPath: path).map { [UInt8]($0) } }
 
+    /// The path of a file of shard `index` (`cvshard` or `params.txtpb`) or of the key config (index nil) in an
+    /// output folder: the one its manifest names, or the fixed name of `DatabaseProcessingJob`'s output.
+    static func path(in directory: String, shard index: Int?, _ kind: String) -> String {
+        guard let manifest = try? DatasetManifest.read(path: "\(directory)/shard.manifest.json") else {
+            return index.map { "\(directory)/shard-\($0).\(kind)" } ?? "\(directory)/shard.evaluation-key-config.txtpb"
+        }
+        guard let index else { return "\(directory)/\(manifest.keyConfig.path)" }
+        return "\(directory)/\(kind == "cvshard" ? manifest.shards[index].shard.path : manifest.shards[index].parameters.path)"
+    }
+
     /// Every shard file, parameters file and the key config of two outputs, byte for byte.
     static func expectSameShards(_ a: String, _ b: String, shards: Int) {
         for i in 0..<shards {
             for suffix in ["cvshard", "params.txtpb"] {
-                let (x, y) = (bytes("\(a)/shard-\(i).\(suffix)"), bytes("\(b)/shard-\(i).\(suffix)"))
+                let (x, y) = (bytes(path(in: a, shard: i, suffix)), bytes(path(in: b, shard: i, suffix)))
                 #expect(x != nil && x == y, "shard-\(i).\(suffix) differs")
             }
         }
-        #expect(bytes("\(a)/shard.evaluation-key-config.txtpb") == bytes("\(b)/shard.evaluation-key-config.txtpb"))
+        #expect(bytes(path(in: a, shard: nil, "")) == bytes(path(in: b, shard: nil, "")))
     }
 
     /// Every row the shard files of a version hold, read back from their plaintexts' buckets (a row found twice is
@@ -126,7 +136,7 @@ struct DatasetBuildTests {
         })
         let untouched = (0..<8).filter { !touched.contains($0) }
         func inode(_ path: String) throws -> Int { try (FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? NSNumber)?.intValue ?? -1 }
-        let inodesBefore = try untouched.map { try inode("\(root)/live/shard-\($0).cvshard") }
+        let inodesBefore = try untouched.map { try inode(Self.path(in: "\(root)/live", shard: $0, "cvshard")) }
 
         let previous = try DatasetBuilder.Previous(manifestPath: "\(root)/live/shard.manifest.json")
         let report = try DatasetBuilder(options: options, directory: "\(root)/live", stem: "shard").apply(delta: "\(root)/delta.csv", to: previous)
@@ -136,7 +146,7 @@ struct DatasetBuildTests {
                 "\(report.plaintextsEncoded) plaintexts encoded for \(touched.count) changed shards")
         #expect(report.manifest.configID == v1.configID, "a fixed shard configuration keeps the config id")
         #expect(report.manifest.rows == rows.count)
-        #expect(try untouched.map { try inode("\(root)/live/shard-\($0).cvshard") } == inodesBefore, "kept shards are not rewritten")
+        #expect(try untouched.map { try inode(Self.path(in: "\(root)/live", shard: $0, "cvshard")) } == inodesBefore, "kept shards are not rewritten")
         try report.manifest.verify(directory: "\(root)/live")
 
         // The version holds exactly the edited rows, as a full rebuild of the edited input does.
@@ -243,5 +253,79 @@ struct DatasetBuildTests {
         #expect(try snapshot() == before, "a failed build changed the output folder")
         try DatasetManifest.read(path: "\(root)/out/shard.manifest.json").verify(directory: "\(root)/out")
         #expect(try DatasetManifest.read(path: "\(root)/out/shard.manifest.json") == manifest)
+    }
+
+    /// Collects the commit steps a run passes, and stops a run at one of them.
+    final class CommitProbe: @unchecked Sendable {
+        let lock = NSLock()
+        var steps: [DatasetBuilder.CommitStep] = []
+        func add(_ step: DatasetBuilder.CommitStep) { lock.withLock { steps.append(step) } }
+    }
+
+    struct Stop: Error {}
+
+    @Test("a crash or an error at every step of a commit leaves the old version or the new one whole, and the next run works")
+    func crashAtEveryStep() throws {
+        var rng = TestRandom()
+        let rows = Self.rows(400, maxValue: 16, using: &rng)
+        let root = try Self.folder("crash")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let options = DatasetManifest.Options(preset: ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue, shardCount: 3,
+                                              fixedBucketCount: 256, maxBucketSize: 128)
+        try Self.writeCSV(rows, to: "\(root)/v1.csv")
+        let v1 = try DatasetBuilder(options: options, directory: "\(root)/v1", stem: "shard").build(input: "\(root)/v1.csv").manifest
+        let v1Rows = try Self.rowsInShards("\(root)/v1", v1)
+        // `set` lines, so that a run after a crash that already committed applies the same delta again harmlessly.
+        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
+        var delta = "op,keyword,value\n"
+        for i in [3, 50, 120, 260, 399] { delta += "set,\(String(decoding: rows[i].keyword, as: UTF8.self)),\(hex([UInt8(i % 256), 7]))\n" }
+        delta += "set,+19995550100,0102\n"
+        try delta.write(toFile: "\(root)/delta.csv", atomically: true, encoding: .utf8)
+        func run(_ directory: String, hook: (@Sendable (DatasetBuilder.CommitStep) throws -> Void)?) throws -> DatasetManifest {
+            var builder = DatasetBuilder(options: options, directory: directory, stem: "shard", threads: 1)
+            builder.onCommitStep = hook
+            return try builder.apply(delta: "\(root)/delta.csv", to: try DatasetBuilder.Previous(manifestPath: "\(directory)/shard.manifest.json")).manifest
+        }
+        try FileManager.default.copyItem(atPath: "\(root)/v1", toPath: "\(root)/reference")
+        let probe = CommitProbe()
+        let v2 = try run("\(root)/reference", hook: { probe.add($0) })
+        let v2Rows = try Self.rowsInShards("\(root)/reference", v2)
+        #expect(v2Rows != v1Rows && v2.shards != v1.shards)
+        let steps = probe.steps
+        #expect(steps.count >= 6 && steps.first == .staged && steps.last == .collected, "\(steps)")
+
+        /// The folder holds one whole version, the old or the new (by the step), and a next run commits the new one
+        /// and leaves only the files of the two.
+        func expectRecoverable(_ directory: String, committed: Bool, _ what: String) throws {
+            let manifest = try DatasetManifest.read(path: "\(directory)/shard.manifest.json")
+            try manifest.verify(directory: directory)
+            #expect(manifest == (committed ? v2 : v1), "\(what): the live manifest")
+            #expect(try Self.rowsInShards(directory, manifest) == (committed ? v2Rows : v1Rows), "\(what): the live rows")
+            let next = try run(directory, hook: nil)
+            try next.verify(directory: directory)
+            #expect(next.shards == v2.shards && next.keyConfig == v2.keyConfig, "\(what): the next run's version")
+            #expect(try Self.rowsInShards(directory, next) == v2Rows, "\(what): the next run's rows")
+            let named = Set((next.files + (committed ? v2.files : v1.files)).map(\.path) + ["shard.manifest.json"])
+            let left = Set(try FileManager.default.contentsOfDirectory(atPath: directory))
+            #expect(left.subtracting(named).isEmpty, "\(what): files left over: \(left.subtracting(named).sorted())")
+        }
+
+        for (k, step) in steps.enumerated() {
+            let committed = steps.firstIndex(of: .manifestReplaced).map { k >= $0 } ?? false
+            // An error at this step: the run stops there and cleans up what it can.
+            let failed = "\(root)/error-\(k)"
+            try FileManager.default.copyItem(atPath: "\(root)/v1", toPath: failed)
+            #expect(throws: Stop.self) { try run(failed, hook: { if $0 == step { throw Stop() } }) }
+            try expectRecoverable(failed, committed: committed, "error at \(step)")
+            // A crash at this step: the folder exactly as it was then, with the dead process's temporary files.
+            let live = "\(root)/live-\(k)", crashed = "\(root)/crash-\(k)"
+            try FileManager.default.copyItem(atPath: "\(root)/v1", toPath: live)
+            _ = try? run(live, hook: { if $0 == step { try FileManager.default.copyItem(atPath: live, toPath: crashed); throw Stop() } })
+            let pid = getpid(), dead = Int32.max
+            for name in try FileManager.default.contentsOfDirectory(atPath: crashed) where name.hasSuffix("-\(pid)") {
+                try FileManager.default.moveItem(atPath: "\(crashed)/\(name)", toPath: "\(crashed)/\(name.dropLast("\(pid)".count))\(dead)")
+            }
+            try expectRecoverable(crashed, committed: committed, "crash at \(step)")
+        }
     }
 }

@@ -76,6 +76,61 @@ struct ListenerLimitsTests {
         await server.stop()
     }
 
+    /// A client that speaks the protocol: curl over HTTP/2 (TLS with ALPN, or prior knowledge), or HTTP/1.1.
+    static func curlStatus(_ url: String, protocol: String, ca: String?) async throws -> String {
+        var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "--max-time", "8"]
+        switch `protocol` {
+        case "tls": arguments += ["--http2", "--cacert", ca ?? ""]
+        case "h2c": arguments += ["--http2-prior-knowledge"]
+        default: break
+        }
+        let (output, _) = try await runChildProcess("/usr/bin/curl", arguments + [url + "/.well-known/private-token-issuer-directory"], mergeErrors: false)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    @Test("TLS and h2c: silent sockets and a half handshake are closed, and cannot lock live clients out of the capped listener",
+          arguments: ["tls", "h2c", "http1"])
+    func silentSocketsEveryProtocol(protocol: String) async throws {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 30)
+        if `protocol` == "tls" { try await OHTTPInteropClient.run(["make-cert", directory]) }
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases) { config in
+            config.http?.protocol = `protocol`
+            config.http?.maxConnections = 4
+            config.http?.requestTimeoutSeconds = 3
+            if `protocol` == "tls" {
+                config.http?.tlsCertificateFile = "\(directory)/cert.pem"
+                config.http?.tlsKeyFile = "\(directory)/key.pem"
+            }
+        })
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let url = "\(`protocol` == "tls" ? "https" : "http")://127.0.0.1:\(port)"
+        let ca = "\(directory)/cert.pem"
+        let expected = `protocol` == "http1" ? "200 1.1" : "200 2"
+        #expect(try await Self.curlStatus(url, protocol: `protocol`, ca: ca) == expected, "a live client before the flood")
+        // Four silent sockets, a half TLS ClientHello (or a half HTTP/2 preface, or half a request line) and more
+        // silent ones arriving while a live client asks: the listener holds at most 4 connections.
+        var hostile = try (0..<4).map { _ in try RawConnection(port: port) }
+        let half = try RawConnection(port: port)
+        switch `protocol` {
+        case "tls": half.sendBytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03])
+        case "h2c": half.send("PRI * HTTP/2.0\r\n")
+        default: half.send("GET / HT")
+        }
+        hostile.append(half)
+        let start = Date()
+        let live = try await Self.curlStatus(url, protocol: `protocol`, ca: ca)
+        #expect(live == expected, "a live client while silent sockets fill the cap: \(live) after \(Date().timeIntervalSince(start)) s")
+        for (i, connection) in hostile.enumerated() {
+            #expect(await connection.read(seconds: 10).closed, "hostile socket \(i) still open after \(Date().timeIntervalSince(start)) s")
+        }
+        #expect(Date().timeIntervalSince(start) < 12)
+        hostile = []
+        let metrics = String(decoding: try await server.admin.send(method: .GET, path: "/metrics", headers: [], body: nil).body, as: UTF8.self)
+        #expect(metrics.contains("callveil_http_connections_closed_total{reason=\"evicted\"}") || metrics.contains("callveil_http_connections_closed_total{reason=\"handshake\"}"))
+        await server.stop()
+    }
+
     @Test("Request bodies in flight are bounded: beyond the budget a request is answered 503 with Retry-After, unread")
     func bodyBudget() async throws {
         let server = try await Self.start {

@@ -25,7 +25,7 @@ struct ManifestLoadingTests {
         #expect(viaManifest.version.configIDHex == viaStem.version.configIDHex)
         #expect(try viaManifest.shards.map { try $0.load().tables } == viaStem.shards.map { try $0.load().tables })
 
-        let path = "\(root)/v/block-1.cvshard"
+        let path = "\(root)/v/\(manifest.shards[1].shard.path)"
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[bytes.count - 1] ^= 1
         try Data(bytes).write(to: URL(fileURLWithPath: path))
@@ -35,7 +35,7 @@ struct ManifestLoadingTests {
         #expect {
             try tampered.shards[1].load()
         } throws: { error in
-            "\(error)".contains("block-1.cvshard") && "\(error)".contains("SHA-256")
+            "\(error)".contains(manifest.shards[1].shard.path) && "\(error)".contains("SHA-256")
         }
     }
 
@@ -64,9 +64,10 @@ struct ManifestLoadingTests {
         #expect(try await answers() == [[0], [1], [0]])
         // Version 2 (three shards: a new config id, flipped values) with its last shard damaged after the build.
         let second = try build("v2", shards: 3, flipped: true)
-        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(root)/v2/block-2.cvshard")))
+        let damaged = "\(root)/v2/\(try DatasetManifest.read(path: second).shards[2].shard.path)"
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: damaged)))
         bytes[bytes.count / 2] ^= 0x40
-        try Data(bytes).write(to: URL(fileURLWithPath: "\(root)/v2/block-2.cvshard"))
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
         _ = try writeServiceConfig(in: root, usecases: [.init(name: "block", manifest: second)])
         #expect(try await server.server.reload() == ["block"])
         #expect(try #require(server.server.registry.newest("block")).configIDHex == before)

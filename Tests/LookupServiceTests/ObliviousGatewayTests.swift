@@ -253,8 +253,10 @@ struct ObliviousGatewayTests {
         #expect(published.map(\.keyID) == [first.key.keyID &+ 1, first.key.keyID])
         #expect(throws: Never.self) { try ring.gateway?.decapsulate(request.encapsulated) }
 
-        // The old key's end: dropped, its requests get the key-configuration problem.
+        // The old key's end: refused at once (before the maintenance pass drops it), then dropped; its requests get
+        // the key-configuration problem.
         time.set(days: 10.5)
+        #expect(ring.hasExpired(keyID: first.key.keyID) && !ring.hasExpired(keyID: first.key.keyID &+ 1))
         #expect(try ring.ensure())
         #expect(try OHTTPKeyConfig.decodeList(ring.publishedConfigs).map(\.keyID) == [first.key.keyID &+ 1])
         #expect(throws: OHTTPError.self) { try ring.gateway?.decapsulate(request.encapsulated) }

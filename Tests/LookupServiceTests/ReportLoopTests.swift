@@ -145,17 +145,16 @@ struct ReportLoopTests {
         let etag = try #require(page.headers.first { $0.0.lowercased() == "etag" }?.1)
         #expect(try await Self.feed(server, "blocking?since=0", headers: [("If-None-Match", etag)]).status == 304)
 
-        // A crash after the database update but before its version was recorded: the next run redoes it, same answer.
-        try FileManager.default.removeItem(atPath: BlockListPublisher.versionFile(manifest: loop.manifest))
+        // Publishing again changes nothing: the database already applies version 1.
         (publication, update) = try await Self.publishUnderLoad(loop)
-        #expect(update.from == 0 && update.to == 1 && update.blocked == 1)
+        #expect(update.from == 1 && update.to == 1 && update.blocked == 0)
         #expect(try await server.device().lookup(Array(target.utf8), in: "block") == [1])
 
         // Not-junk majority: ten reporters say not junk; 6 of 16 is under 80 % junk.
         try await Self.reportAll(server, Array(credentials[6..<16]), number: target, action: "reportNotJunk")
         (publication, update) = try await Self.publishUnderLoad(loop)
         #expect(publication.version == 2 && publication.removals == [target64] && update.unblocked == 1)
-        #expect(try await server.device().lookup(Array(target.utf8), in: "block") == [0], "unblocked")
+        #expect(try await server.device().lookup(Array(target.utf8), in: "block") == nil, "unblocked: not in the curated data, so out of the database")
         page = try await Self.feed(server, "blocking?since=1")
         #expect(page.page?.removals == [target64] && page.page?.additions.isEmpty == true)
 
@@ -180,6 +179,83 @@ struct ReportLoopTests {
         let metrics = String(decoding: try await server.admin.send(method: .GET, path: "/metrics", headers: [], body: nil).body, as: UTF8.self)
         #expect(metrics.contains("callveil_reports_total"))
         #expect(!metrics.contains("never logged"))
+    }
+
+    /// The block answer of every number of the curated data, the feed's list and `extra`, looked up by a phone.
+    static func answers(_ loop: Loop, extra: [String]) async throws -> [String: [UInt8]?] {
+        let device = loop.server.device()
+        var answers: [String: [UInt8]?] = [:]
+        for number in loop.numbers.prefix(12) + extra { answers[number] = try await device.lookup(Array(number.utf8), in: "block") }
+        return answers
+    }
+
+    /// What the merge rule says a number answers: blocked when the curated data blocks it or the list has it, else its
+    /// curated value (nil when the curated data lacks it).
+    static func expected(_ loop: Loop, curated: [String: [UInt8]], listed: Set<String>, numbers: [String]) -> [String: [UInt8]?] {
+        var answers: [String: [UInt8]?] = [:]
+        for number in numbers { answers[number] = listed.contains(number) ? [1] : curated[number] }
+        return answers
+    }
+
+    @Test("the provider's curated blocks survive the report list: leaving the list restores the curated value; a full rebuild and a reset store keep the rule")
+    func curatedBlocksSurvive() async throws {
+        let loop = try await Self.start()
+        defer { Task { await loop.server.stop() } }
+        let store = try #require(loop.server.server.reportStore)
+        let publisher = BlockListPublisher(store: store, policy: ReportPolicy(minJunkReporters: 5, minJunkShare: 0.8))
+        var curated: [String: [UInt8]] = [:]
+        for (i, number) in loop.numbers.enumerated() { curated[number] = [i % 4 == 0 ? 1 : 0] }
+        let curatedBlocked = loop.numbers[0], curatedOpen = loop.numbers[1], absent = "+14155557777", other = loop.numbers[4]
+        #expect(curated[curatedBlocked] == [1] && curated[other] == [1] && curated[curatedOpen] == [0])
+        let watched = [curatedBlocked, curatedOpen, absent, other]
+        func check(_ listed: Set<String>, _ what: String) async throws {
+            #expect(try await loop.server.server.reload().isEmpty)
+            let got = try await Self.answers(loop, extra: watched)
+            let want = Self.expected(loop, curated: curated, listed: listed, numbers: Array(got.keys))
+            for number in got.keys.sorted() { #expect(got[number]! == want[number]!, "\(what): \(number) answers \(String(describing: got[number]!))") }
+            let feed = Set(try await store.entries(.blocking, version: try await store.currentVersion(.blocking)).map { DirectoryEntry.e164($0.number) })
+            #expect(feed == listed, "\(what): the feed lists the applied list")
+        }
+        func publish() async throws { _ = try await publisher.publish(); _ = try await publisher.update(manifest: loop.manifest) }
+        let now = Date().timeIntervalSince1970
+        for number in [curatedBlocked, curatedOpen, absent] { try await store.decide(number: number, action: .confirm, note: "t", at: now) }
+        try await publish()
+        try await check([curatedBlocked, curatedOpen, absent], "confirmed")
+        for number in [curatedBlocked, curatedOpen, absent] { try await store.decide(number: number, action: nil, note: "", at: now) }
+        try await publish()
+        try await check([], "cleared: the curated block stays, the others get their curated value back")
+
+        // A full curated update (the same input, as an hourly `process-db --input` is) keeps the applied list.
+        try await store.decide(number: curatedOpen, action: .confirm, note: "t", at: now)
+        try await store.decide(number: absent, action: .confirm, note: "t", at: now)
+        try await publish()
+        let builder = DatasetBuilder(options: try DatasetManifest.read(path: loop.manifest).options, directory: "\(loop.root)/block",
+                                     stem: "block", threads: 1)
+        _ = try builder.build(input: "\(loop.root)/block.csv", previous: try DatasetBuilder.Previous(manifestPath: loop.manifest))
+        try await check([curatedOpen, absent], "after a full rebuild")
+        // The curated data itself changes under the list: the listed number's new curated value is kept for later.
+        try "op,keyword,value\nchange,\(curatedOpen),01\nchange,\(other),00\n".write(toFile: "\(loop.root)/delta.csv", atomically: true, encoding: .utf8)
+        _ = try builder.apply(delta: "\(loop.root)/delta.csv", to: try DatasetBuilder.Previous(manifestPath: loop.manifest))
+        curated[curatedOpen] = [1]
+        curated[other] = [0]
+        try await check([curatedOpen, absent], "after a curated delta")
+        // A rebuild without a previous version, into the same folder, keeps the list too.
+        try (["keyword,value"] + loop.numbers.map { "\($0),\(curated[$0]!.hexString)" }).joined(separator: "\n")
+            .write(toFile: "\(loop.root)/block2.csv", atomically: true, encoding: .utf8)
+        _ = try builder.build(input: "\(loop.root)/block2.csv")
+        try await check([curatedOpen, absent], "after a rebuild from nothing")
+
+        // The report store is reset (a new, empty store: version numbers start again): the list follows it.
+        let fresh = try SQLiteReportStore(path: "\(loop.root)/fresh-reports.sqlite")
+        try await fresh.decide(number: other, action: .confirm, note: "t", at: now)
+        let again = BlockListPublisher(store: fresh, policy: ReportPolicy())
+        _ = try await again.publish()
+        let update = try await again.update(manifest: loop.manifest)
+        #expect(update.to == 1 && update.blocked == 1 && update.unblocked == 2)
+        #expect(try await loop.server.server.reload().isEmpty)
+        let got = try await Self.answers(loop, extra: watched)
+        let want = Self.expected(loop, curated: curated, listed: [other], numbers: Array(got.keys))
+        for number in got.keys.sorted() { #expect(got[number]! == want[number]!, "reset store: \(number)") }
     }
 
     @Test("the feed pages a list in ascending order within the page size; a relabel is a removal and an addition on one page")

@@ -101,12 +101,13 @@ extension DatasetBuilder {
         } catch {
             throw DatasetError.processing("shard \(index): \(error)")
         }
-        let name = fileNames(index).shard
+        let digest = FileDigest.of(bytes: prior.bytes)
+        let name = shardFileName(index, "cvshard", sha256: digest.sha256)
         try Self.writeSynced(prior.bytes, to: "\(staging)/\(name)")
         try carry([old.parameters], from: previous, staging: staging)
         let largest = prior.table.buckets.reduce(0) { max($0, $1.entries.reduce(0) { max($0, $1.value.count) }) }
         let entry = DatasetManifest.Shard(index: index, rows: prior.table.entryCount, maxValueLength: largest,
-                                          galoisElements: old.galoisElements, shard: Self.file(name, FileDigest.of(bytes: prior.bytes)),
+                                          galoisElements: old.galoisElements, shard: Self.file(name, digest),
                                           parameters: old.parameters, rowFile: nil)
         return Built(shard: entry, parameters: prior.parameters, rebuilt: true, reencoded: slots.count, bytes: prior.bytes.count)
     }

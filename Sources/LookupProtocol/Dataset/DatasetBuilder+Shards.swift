@@ -17,7 +17,7 @@ extension DatasetBuilder {
     /// Builds (or keeps) every shard on `threads` threads, then commits the version. `maxValueLength` is the
     /// largest value of the new version, or a bound on it.
     func finish(sources: [RowSource], maxValueLength: Int, previous: Previous?, staging: String,
-                input: DatasetManifest.Input?, delta: DatasetManifest.Input?, readSeconds: Double) throws -> Report {
+                input: DatasetManifest.Input?, delta: DatasetManifest.Input?, overlay: DatasetOverlay?, readSeconds: Double) throws -> Report {
         var engine = try options.processingOptions()
         let context = try Context(parameters: engine.encryption)
         var bucketBytes = engine.maxSerializedBucketSize
@@ -49,7 +49,7 @@ extension DatasetBuilder {
         let built = try results.all()
         let buildSeconds = Self.seconds(since: start)
         let manifest = try commit(built, bucketBytes: bucketBytes, maxValueLength: built.map(\.shard.maxValueLength).max() ?? 0,
-                                  staging: staging, input: input, delta: delta, previous: previous, context: context)
+                                  staging: staging, input: input, delta: delta, previous: previous, overlay: overlay, context: context)
         return Report(manifest: manifest, rebuilt: built.filter(\.rebuilt).map(\.shard.index),
                       plaintextsEncoded: built.reduce(0) { $0 + $1.reencoded },
                       bytesWritten: built.reduce(0) { $0 + $1.bytes }, readSeconds: readSeconds, buildSeconds: buildSeconds)
@@ -99,13 +99,14 @@ extension DatasetBuilder {
         } catch {
             throw DatasetError.processing("shard \(index): \(error)")
         }
-        let names = fileNames(index)
-        try Self.writeSynced(output.shardBytes, to: "\(staging)/\(names.shard)")
-        try Self.writeSynced(output.parameterBytes, to: "\(staging)/\(names.parameters)")
+        let shardDigest = FileDigest.of(bytes: output.shardBytes), parameterDigest = FileDigest.of(bytes: output.parameterBytes)
+        let shardName = shardFileName(index, "cvshard", sha256: shardDigest.sha256)
+        let parameterName = shardFileName(index, "params.txtpb", sha256: parameterDigest.sha256)
+        try Self.writeSynced(output.shardBytes, to: "\(staging)/\(shardName)")
+        try Self.writeSynced(output.parameterBytes, to: "\(staging)/\(parameterName)")
         let entry = DatasetManifest.Shard(index: index, rows: rows.count, maxValueLength: largest,
                                           galoisElements: output.keyConfig.galoisElements.sorted(),
-                                          shard: Self.file(names.shard, FileDigest.of(bytes: output.shardBytes)),
-                                          parameters: Self.file(names.parameters, FileDigest.of(bytes: output.parameterBytes)),
+                                          shard: Self.file(shardName, shardDigest), parameters: Self.file(parameterName, parameterDigest),
                                           rowFile: nil)
         return Built(shard: entry, parameters: output.parameters, rebuilt: true, reencoded: output.plaintexts,
                      bytes: output.shardBytes.count + output.parameterBytes.count)
@@ -158,11 +159,6 @@ extension DatasetBuilder {
             let to = "\(staging)/\(file.path)"
             if link(from, to) != 0 { try FileManager.default.copyItem(atPath: from, toPath: to) }
         }
-    }
-
-    /// File names of shard `index`.
-    func fileNames(_ index: Int) -> (shard: String, parameters: String) {
-        ("\(stem)-\(index).cvshard", "\(stem)-\(index).params.txtpb")
     }
 
     /// Writes bytes and syncs them to disk.

@@ -38,6 +38,9 @@ public struct DatasetBuilder: Sendable {
     public var relayout = false
     /// Called with (phase, done, total) from any thread: phase `read` counts input bytes, `build` shards.
     public var progress: @Sendable (String, Int, Int) -> Void
+    /// Called at each step of the commit; a throw stops the commit there (tests of a failure or a crash at
+    /// every step).
+    public var onCommitStep: (@Sendable (CommitStep) throws -> Void)?
 
     /// What a build or update did.
     public struct Report: Sendable {
@@ -99,15 +102,21 @@ public struct DatasetBuilder: Sendable {
         }
     }
 
-    /// Builds a version from a full input (CSV or `.binpb`). With `previous`, unchanged shards are kept.
+    /// Builds a version from a full input (CSV or `.binpb`) of curated rows. With `previous`, unchanged shards are
+    /// kept. The overlay of `previous` (or, without one, of the version now in the output folder) stays applied:
+    /// its keywords keep the list's value and record their new curated values.
     public func build(input path: String, previous: Previous? = nil) throws -> Report {
         let engine = try options.processingOptions()
+        var overlay = try previous.map { try $0.manifest.readOverlay(directory: $0.directory) } ?? currentOverlay()
         let staging = try makeStaging()
         defer { try? FileManager.default.removeItem(atPath: staging) }
         let start = DispatchTime.now()
         let writers = try (0..<engine.shardCount).map { try SpillWriter(path: "\(staging)/spill-\($0)") }
         var problems: [DatasetError.LineProblem] = []
         let progress = self.progress
+        let listed = Dictionary(uniqueKeysWithValues: (overlay?.entries ?? []).enumerated().map { ($1.hash, $0) })
+        let forced = overlay?.forcedValue ?? []
+        var curated: [Int: [UInt8]] = [:]
         let input = try KeywordRowSource.forEachRow(path: path, progress: { progress("read", $0, $1) }) { line, keyword, value in
             guard value.count <= HashBucket.maxValueLength else {
                 if problems.count < KeywordRowSource.keptProblems {
@@ -117,15 +126,37 @@ public struct DatasetBuilder: Sendable {
             }
             let hash = KeywordHash.hash(keyword)
             let shard = engine.sharding.shardIndex(keywordHash: hash, shardCount: engine.shardCount)
+            var value = value
+            if let i = listed[hash] {
+                if curated[i] == nil { curated[i] = value }
+                value = forced
+            }
             try writers[shard].append(ShardRow(hash: hash, line: UInt32(clamping: line), value: value))
         }
         guard problems.isEmpty else { throw DatasetError.malformedLines(problems) }
+        if var applied = overlay {
+            for i in applied.entries.indices {
+                applied.entries[i].curated = curated[i]?.hexString
+                guard curated[i] == nil else { continue }
+                let hash = applied.entries[i].hash
+                let shard = engine.sharding.shardIndex(keywordHash: hash, shardCount: engine.shardCount)
+                try writers[shard].append(ShardRow(hash: hash, line: 0, value: forced))
+            }
+            overlay = applied
+        }
         for writer in writers { try writer.close() }
         let maxValue = writers.map(\.maxValueLength).max() ?? 0
         let readSeconds = Self.seconds(since: start)
         let sources = writers.map { RowSource.spill($0.path) }
         return try finish(sources: sources, maxValueLength: maxValue, previous: previous, staging: staging,
-                          input: input, delta: nil, readSeconds: readSeconds)
+                          input: input, delta: nil, overlay: overlay, readSeconds: readSeconds)
+    }
+
+    /// The overlay of the version now in the output folder, if it has one.
+    func currentOverlay() throws -> DatasetOverlay? {
+        let path = "\(directory)/\(DatasetManifest.fileName(stem: stem))"
+        guard FileManager.default.fileExists(atPath: path), let manifest = try? DatasetManifest.read(path: path) else { return nil }
+        return try manifest.readOverlay(directory: directory)
     }
 
     /// Applies a delta to `previous` with its own options: only the shards the delta touches are rebuilt
@@ -136,8 +167,24 @@ public struct DatasetBuilder: Sendable {
         defer { try? FileManager.default.removeItem(atPath: staging) }
         let start = DispatchTime.now()
         let delta = try DatasetDelta.read(path: path)
+        // A listed keyword's line changes its curated value; its row keeps the list's value.
+        var overlay = try previous.manifest.readOverlay(directory: previous.directory)
+        var dataEntries = delta.entries
+        if var applied = overlay {
+            let listed = Dictionary(uniqueKeysWithValues: applied.entries.enumerated().map { ($1.hash, $0) })
+            dataEntries = []
+            for entry in delta.entries {
+                guard let i = listed[entry.hash] else { dataEntries.append(entry); continue }
+                try entry.check(present: applied.entries[i].curated != nil)
+                switch entry.operation {
+                case .add(let value), .change(let value), .set(let value): applied.entries[i].curated = value.hexString
+                case .remove: applied.entries[i].curated = nil
+                }
+            }
+            overlay = applied
+        }
         var perShard: [Int: [DatasetDelta.Entry]] = [:]
-        for entry in delta.entries {
+        for entry in dataEntries {
             perShard[engine.sharding.shardIndex(keywordHash: entry.hash, shardCount: engine.shardCount), default: []].append(entry)
         }
         // The largest value after the delta is at most the previous largest or a new one; shards keep their bucket
@@ -151,7 +198,66 @@ public struct DatasetBuilder: Sendable {
         }
         let sources = previous.manifest.shards.map { RowSource.delta(perShard[$0.index] ?? []) }
         return try finish(sources: sources, maxValueLength: maxValue, previous: previous, staging: staging,
-                          input: previous.manifest.input, delta: delta.input, readSeconds: Self.seconds(since: start))
+                          input: previous.manifest.input, delta: delta.input, overlay: overlay, readSeconds: Self.seconds(since: start))
+    }
+
+    /// Lays version `version` of the list `list` over `previous`: `keywords` answer `value`, keywords that left the
+    /// list get their curated value back (or leave the data when the curated data lacks them), curated values are
+    /// kept. Only the shards whose rows change are rewritten.
+    public func apply(list: String, version: Int, keywords: [String], value: [UInt8], to previous: Previous) throws -> Report {
+        let engine = try options.processingOptions()
+        let old = try previous.manifest.readOverlay(directory: previous.directory)
+        let was = Dictionary(uniqueKeysWithValues: (old?.entries ?? []).map { ($0.keyword, $0) })
+        let wanted = Set(keywords)
+        let valueChanged = old.map { $0.forcedValue != value } ?? false
+        let entering = wanted.filter { was[$0] == nil }
+        let current = try currentValues(of: Set(entering.map { KeywordHash.hash(Array($0.utf8)) }), in: previous, engine: engine)
+        var entries: [DatasetDelta.Entry] = []
+        var next: [DatasetOverlay.Entry] = []
+        for keyword in wanted.sorted() {
+            let hash = KeywordHash.hash(Array(keyword.utf8))
+            if let kept = was[keyword] {
+                next.append(kept)
+                if valueChanged { entries.append(.init(hash: hash, line: 0, operation: .set(value))) }
+                continue
+            }
+            let now = current[hash]
+            next.append(.init(keyword: keyword, curated: now?.hexString))
+            if now != value { entries.append(.init(hash: hash, line: 0, operation: .set(value))) }
+        }
+        for (keyword, entry) in was where !wanted.contains(keyword) {
+            let hash = entry.hash
+            switch entry.curatedValue {
+            case nil: entries.append(.init(hash: hash, line: 0, operation: .remove))
+            case let curated? where curated != old?.forcedValue: entries.append(.init(hash: hash, line: 0, operation: .set(curated)))
+            default: break
+            }
+        }
+        let staging = try makeStaging()
+        defer { try? FileManager.default.removeItem(atPath: staging) }
+        var perShard: [Int: [DatasetDelta.Entry]] = [:]
+        for entry in entries {
+            perShard[engine.sharding.shardIndex(keywordHash: entry.hash, shardCount: engine.shardCount), default: []].append(entry)
+        }
+        let sources = previous.manifest.shards.map { RowSource.delta(perShard[$0.index] ?? []) }
+        let overlay = DatasetOverlay(list: list, version: version, value: value, entries: next)
+        return try finish(sources: sources, maxValueLength: max(previous.manifest.maxValueLength, value.count), previous: previous,
+                          staging: staging, input: previous.manifest.input, delta: nil, overlay: overlay, readSeconds: 0)
+    }
+
+    /// The present values of `hashes` in `previous`, read from the shards that hold them.
+    func currentValues(of hashes: Set<UInt64>, in previous: Previous, engine: ProcessingOptions) throws -> [UInt64: [UInt8]] {
+        guard !hashes.isEmpty else { return [:] }
+        let context = try Context(parameters: engine.encryption)
+        var byShard: [Int: Set<UInt64>] = [:]
+        for hash in hashes { byShard[engine.sharding.shardIndex(keywordHash: hash, shardCount: engine.shardCount), default: []].insert(hash) }
+        var values: [UInt64: [UInt8]] = [:]
+        for (shard, wanted) in byShard {
+            for row in try previousRows(shard, of: previous, engine: engine, context: context) where wanted.contains(row.hash) {
+                values[row.hash] = row.value
+            }
+        }
+        return values
     }
 
     static func seconds(since start: DispatchTime) -> Double {

@@ -5,8 +5,9 @@ import Foundation
 
 /// The record of one processed dataset version: the options it was built with, its input, and every file of
 /// every shard with its size and SHA-256. The service and the cluster load versions through it, incremental
-/// updates start from it, and `callveil db diff` compares two of them. Written last and atomically, so a
-/// directory's manifest only ever names complete files.
+/// updates start from it, and `callveil db diff` compares two of them. Files are named after their contents and
+/// never overwritten; the manifest is written last and atomically, so a directory's manifest only ever names
+/// complete files and a version is replaced by one rename.
 public struct DatasetManifest: Codable, Sendable, Equatable {
     /// Current manifest format: 2 has version-2 shard files (plaintext payloads, from which an update restores a
     /// shard's cuckoo table and patches it in place) and no row files; format 1, still read, has evaluation-form
@@ -162,6 +163,20 @@ public struct DatasetManifest: Codable, Sendable, Equatable {
     public var keyConfig: File
     /// The shards in index order.
     public var shards: [Shard]
+    /// The published list laid over the curated rows (`DatasetOverlay`), when one is applied.
+    public var overlay: OverlayRecord?
+
+    /// Where a version's overlay is and what it holds.
+    public struct OverlayRecord: Codable, Sendable, Equatable {
+        /// The overlay file (`<stem>.<hash>.overlay.json`).
+        public var file: File
+        /// The list's name.
+        public var list: String
+        /// The list version applied.
+        public var version: Int
+        /// Keywords listed.
+        public var entries: Int
+    }
 }
 
 extension DatasetManifest {
@@ -189,7 +204,14 @@ extension DatasetManifest {
     }
 
     /// Every file the manifest names.
-    public var files: [File] { [keyConfig] + shards.flatMap { [$0.shard, $0.parameters, $0.rowFile].compactMap { $0 } } }
+    public var files: [File] {
+        [keyConfig] + shards.flatMap { [$0.shard, $0.parameters, $0.rowFile].compactMap { $0 } } + [overlay?.file].compactMap { $0 }
+    }
+
+    /// The overlay this version applies, read from its file (checked); nil when there is none.
+    public func readOverlay(directory: String) throws -> DatasetOverlay? {
+        try overlay.map { try DatasetOverlay.read($0.file, directory: directory) }
+    }
 
     /// Checks that each file in `directory` has the recorded size and SHA-256.
     public func verify(directory: String, files: [File]? = nil) throws {

@@ -44,12 +44,14 @@ public struct FileDigest: Sendable, Equatable {
 
 /// Whole-file writes that never leave a partial file under the final name.
 public enum AtomicFile {
-    /// Writes `data` to a temporary file beside `path`, syncs it, and renames it over `path`.
-    public static func write(_ data: Data, to path: String) throws {
+    /// Writes `data` to a temporary file beside `path`, syncs it, and renames it over `path` (`beforeRename` is
+    /// called between, for tests that stop a commit there).
+    public static func write(_ data: Data, to path: String, beforeRename: () throws -> Void = {}) throws {
         let temporary = "\(path).tmp-\(getpid())"
         do {
             try data.write(to: URL(fileURLWithPath: temporary))
             try sync(path: temporary)
+            try beforeRename()
             guard rename(temporary, path) == 0 else { throw DatasetError.unreadable(path: path, why: "rename failed (errno \(errno))") }
         } catch {
             unlink(temporary)

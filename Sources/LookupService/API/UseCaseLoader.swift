@@ -28,6 +28,10 @@ public enum UseCaseLoader {
     public static func load(_ useCase: ServiceConfig.UseCase) throws -> LoadedUseCase {
         if let manifest = useCase.manifest { return try load(name: useCase.name, manifest: manifest) }
         guard let stem = useCase.fileStem else { throw ConfigError("\(useCase.name): give fileStem or manifest") }
+        // A stem with a manifest (the output of `process-db`, whose files are named after their contents) loads
+        // through it; without one, `<stem>-<i>.*` are read directly (the reference's and older outputs).
+        let manifest = "\(stem).manifest.json"
+        if useCase.shardCount == nil, FileManager.default.fileExists(atPath: manifest) { return try load(name: useCase.name, manifest: manifest) }
         let count = try useCase.shardCount ?? countShards(stem: stem)
         let parameters = try (0..<count).map { try readParameters(stem: stem, shard: $0) }
         let configuration = try UseCaseConfiguration(shardParameters: parameters)

@@ -3,21 +3,24 @@ import LookupProtocol
 import PrivacyPass
 
 /// Verifies `Authorization: PrivateToken token=…` on the PIR endpoints (SPEC-PIR §7.3, §7.8): parses the token,
-/// finds its issuer key among the accepted ones, checks that its challenge digest is one of this service's
-/// challenges (the reference does not; a token minted for another issuer name is refused), checks the
-/// signature, and spends the nonce (a token is good once). Answers 401 with the reference's reasons.
+/// finds its issuer key among the accepted ones, checks the signature, and spends the nonce (a token is good once).
+/// The challenge digest is checked only when issuer names are configured: which issuer name a device puts in its
+/// `TokenChallenge` is not documented (the reference's test client says `test`), and the issuer key already binds
+/// a token to this issuer, so by default any challenge is accepted, as the reference does. Answers 401 with the
+/// reference's reasons.
 public struct PrivacyPassVerifier: PrivateTokenVerifier {
     let keys: IssuerKeyRing
     let nonces: any NonceStore
-    /// `challenge_digest` values accepted: one per configured issuer name.
-    let challengeDigests: Set<[UInt8]>
+    /// `challenge_digest` values accepted, one per configured issuer name; nil accepts any.
+    let challengeDigests: Set<[UInt8]>?
 
-    /// A verifier over a key ring and a nonce store, for tokens whose challenge names one of `issuerNames`
-    /// (token type 2, empty redemption context and origin info, as devices build it).
-    public init(keys: IssuerKeyRing, nonces: any NonceStore, issuerNames: [String] = ["callveil"]) {
+    /// A verifier over a key ring and a nonce store. With `issuerNames`, only tokens whose challenge names one of
+    /// them (token type 2, empty redemption context and origin info, as devices build it) are accepted; nil
+    /// accepts any challenge.
+    public init(keys: IssuerKeyRing, nonces: any NonceStore, issuerNames: [String]? = nil) {
         self.keys = keys
         self.nonces = nonces
-        challengeDigests = Set(issuerNames.map { TokenChallenge(issuerName: $0).digest })
+        challengeDigests = issuerNames.map { Set($0.map { TokenChallenge(issuerName: $0).digest }) }
     }
 
     static let noToken = LookupError(.unauthorized, "No private token")
@@ -34,7 +37,7 @@ public struct PrivacyPassVerifier: PrivateTokenVerifier {
         guard let (key, tier) = keys.acceptedKey(keyID: token.tokenKeyID) else {
             throw LookupError(.unauthorized, "No token key found with key id: \(token.tokenKeyID.hexString)")
         }
-        guard challengeDigests.contains(token.challengeDigest), key.verify(token) else { throw Self.failed }
+        guard challengeDigests?.contains(token.challengeDigest) ?? true, key.verify(token) else { throw Self.failed }
         let fresh: Bool
         do { fresh = try await nonces.spend(nonce: token.nonce, keyID: token.tokenKeyID) } catch is NonceStoreFull {
             throw LookupError.unavailable("This token key has reached its limit of spent tokens; fetch tokens of its successor", retryAfter: 60)

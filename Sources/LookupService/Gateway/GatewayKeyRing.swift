@@ -85,6 +85,13 @@ public final class GatewayKeyRing: Sendable {
         return OHTTPKeyConfig.encodeList(entries.filter { now < $0.notAfter }.map(\.key.config))
     }
 
+    /// Whether the key with identifier `keyID` is held but past its `notAfter` now: its requests are refused at
+    /// once, not only after the next maintenance pass drops it.
+    public func hasExpired(keyID: UInt8) -> Bool {
+        let now = clock()
+        return entries.contains { $0.key.keyID == keyID && now >= $0.notAfter }
+    }
+
     /// Seconds a client may cache the configurations: half the overlap, at most a day.
     public var cacheSeconds: Int { Int(min(overlap / 2, 86400)) }
 

@@ -92,6 +92,10 @@ public final class ObliviousGateway: Sendable {
         if let id = message.first, !gateway.keys.contains(where: { $0.keyID == id }), await refreshed() {
             gateway = keys.gateway ?? gateway  // another gateway rotated first: its new key is in the store
         }
+        if let id = message.first, keys.hasExpired(keyID: id) {
+            metrics.increment("callveil_ohttp_decapsulation_failures_total", dimensions: [("code", "expiredKey")])
+            throw GatewayError(.keyConfiguration, "the key has expired; fetch the key configuration again")
+        }
         let opened: OHTTPOpenedRequest
         do {
             opened = try gateway.decapsulate(message)

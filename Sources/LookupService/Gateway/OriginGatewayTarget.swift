@@ -46,9 +46,15 @@ public final class OriginGatewayTarget: GatewayTarget {
         request.body = .bytes(ByteBuffer(bytes: inner.content))
         let response: HTTPClientResponse
         let body: ByteBuffer
+        // The timeout bounds the whole exchange, the response body included: a target that stalls mid-body does
+        // not pin the gateway's request (and its slot and body budget).
+        let client = self.client, timeout = self.timeout, maxResponseBytes = self.maxResponseBytes, outgoing = request
         do {
-            response = try await client.execute(request, timeout: timeout)
-            body = try await response.body.collect(upTo: maxResponseBytes)
+            (response, body) = try await Deadline.run(.nanoseconds(timeout.nanoseconds),
+                                                      expired: { GatewayError(.targetFailed, "the target did not answer in time") }) {
+                let response = try await client.execute(outgoing, timeout: timeout)
+                return (response, try await response.body.collect(upTo: maxResponseBytes))
+            }
         } catch {
             throw GatewayError(.targetFailed, "the target did not answer")
         }

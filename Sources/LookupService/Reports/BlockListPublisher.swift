@@ -1,11 +1,13 @@
 import Foundation
 import LookupProtocol
 
-/// Publishes the blocking list the policy calls for and brings the block PIR database to it. The store holds the
-/// desired list (versions); the database records which list version it reflects (`<stem>.blocklist-version`
-/// beside its manifest). `update` writes the delta between the two as `set` lines (value `[1]` for a blocked
-/// number, `[0]` for one taken off) and applies it with the incremental builder, then records the version, so an
-/// interrupted run is finished by the next one: the lines are idempotent.
+/// Publishes the blocking list the policy calls for and lays it over the block PIR database. The store holds the
+/// desired list (versions); the database holds the provider's curated rows and, recorded in its manifest with each
+/// listed number's curated value, the list it applies (`DatasetOverlay`). A number answers blocked when the curated
+/// data blocks it or the published list has it: `update` moves the database from the list it applies to the
+/// store's current one (a set difference, so a reset store is followed too), and a number leaving the list gets its
+/// curated value back, never a blanket "not blocked". The list and the shards change in one manifest rename, so a
+/// crash leaves the old pair or the new one, and a curated update keeps the list applied.
 public struct BlockListPublisher: Sendable {
     /// Where reports and lists live.
     public let store: any ReportStore
@@ -26,56 +28,43 @@ public struct BlockListPublisher: Sendable {
         return try await store.publish(.blocking, entries: entries, at: now)
     }
 
-    /// The file recording the list version a database reflects.
-    public static func versionFile(manifest: String) -> String {
-        let url = URL(fileURLWithPath: manifest)
-        let stem = url.deletingPathExtension().deletingPathExtension().lastPathComponent
-        return url.deletingLastPathComponent().appendingPathComponent("\(stem).blocklist-version").path
-    }
-
     /// What `update` did.
     public struct Update: Sendable, Equatable {
-        /// The list version the database reflected before.
+        /// The list version the database applied before (0: none).
         public var from: Int
-        /// The list version it reflects now.
+        /// The list version it applies now.
         public var to: Int
-        /// Numbers set to blocked.
+        /// Numbers that joined the list.
         public var blocked: Int
-        /// Numbers set to not blocked.
+        /// Numbers that left it (each back to its curated value).
         public var unblocked: Int
     }
 
-    /// Brings the block database whose manifest is `manifest` to the newest blocking list: nothing when it is
-    /// current. The database's own processing options are kept.
+    /// The value a listed number answers in the block database.
+    public static let blockedValue: [UInt8] = [1]
+
+    /// Brings the block database whose manifest is `manifest` to the newest blocking list: nothing when it already
+    /// applies that list. The database's own processing options are kept.
     public func update(manifest: String, threads: Int = 1) async throws -> Update {
-        let versionPath = Self.versionFile(manifest: manifest)
-        let from = (try? String(contentsOfFile: versionPath, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        let previous = try DatasetBuilder.Previous(manifestPath: manifest)
+        let applied = try previous.manifest.readOverlay(directory: previous.directory)
         let to = try await store.currentVersion(.blocking)
-        guard to != from else { return Update(from: from, to: to, blocked: 0, unblocked: 0) }
-        let base = from <= to ? from : 0  // a list store newer than the database's record was reset: start over
-        // The store's own incremental feed is the change between the two versions.
-        var blocked: [Int64] = [], unblocked: [Int64] = []
+        var listed: [String] = []
         var cursor: Int64?
         repeat {
-            let page = try await store.page(.blocking, version: to, since: base, after: cursor, limit: 10_000)
-            blocked += page.additions.map(\.number)
-            unblocked += page.removals
+            let page = try await store.page(.blocking, version: to, since: nil, after: cursor, limit: 10_000)
+            listed += page.additions.map { DirectoryEntry.e164($0.number) }
             cursor = page.next
         } while cursor != nil
-        let previous = try DatasetBuilder.Previous(manifestPath: manifest)
-        let directory = URL(fileURLWithPath: manifest).deletingLastPathComponent().path
-        if !blocked.isEmpty || !unblocked.isEmpty {
-            let deltaPath = "\(directory)/.blocklist-delta-\(getpid()).csv"
-            defer { try? FileManager.default.removeItem(atPath: deltaPath) }
-            var lines = ["op,keyword,value"]
-            lines += blocked.map { "set,\(DirectoryEntry.e164($0)),01" }
-            lines += unblocked.map { "set,\(DirectoryEntry.e164($0)),00" }
-            try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: deltaPath))
-            let builder = DatasetBuilder(options: previous.manifest.options, directory: directory, stem: previous.manifest.stem,
-                                         useCase: previous.manifest.useCase, threads: threads)
-            _ = try builder.apply(delta: deltaPath, to: previous)
+        let was = applied?.keywords ?? []
+        let now = Set(listed)
+        let from = applied?.version ?? 0
+        guard applied?.version != to || was != now || applied?.forcedValue != Self.blockedValue else {
+            return Update(from: from, to: to, blocked: 0, unblocked: 0)
         }
-        try Data("\(to)\n".utf8).write(to: URL(fileURLWithPath: versionPath), options: .atomic)
-        return Update(from: from, to: to, blocked: blocked.count, unblocked: unblocked.count)
+        let builder = DatasetBuilder(options: previous.manifest.options, directory: previous.directory, stem: previous.manifest.stem,
+                                     useCase: previous.manifest.useCase, threads: threads)
+        _ = try builder.apply(list: DirectoryList.blocking.rawValue, version: to, keywords: listed, value: Self.blockedValue, to: previous)
+        return Update(from: from, to: to, blocked: now.subtracting(was).count, unblocked: was.subtracting(now).count)
     }
 }

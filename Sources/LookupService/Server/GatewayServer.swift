@@ -89,8 +89,11 @@ public final class GatewayServer: Sendable {
             }
         }
         let timeout = TimeAmount.milliseconds(Int64((http.requestTimeoutSeconds ?? 30) * 1000))
-        let server = try PublicListener.server(http, idleTimeout: timeout) {
-            [RequestDeadlineHandler(timeout: timeout) { metrics.increment("callveil_http_request_timeouts_total") }]
+        let connectionGuard = PublicListener.connectionGuard(http) { reason in
+            metrics.increment("callveil_http_connections_closed_total", dimensions: [("reason", reason)])
+        }
+        let server = try PublicListener.server(http, idleTimeout: timeout, connectionGuard: connectionGuard) {
+            [RequestDeadlineHandler(timeout: timeout, connectionGuard: connectionGuard) { metrics.increment("callveil_http_request_timeouts_total") }]
         }
         return Application(responder: makeRouter().buildResponder(), server: server,
                            configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",

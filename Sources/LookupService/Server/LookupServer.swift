@@ -35,7 +35,7 @@ public actor LookupServer {
     /// Spent token nonces, when authentication is on.
     public nonisolated let nonces: (any NonceStore)?
     /// Issuer names a token's challenge may carry.
-    public nonisolated let issuerNames: [String]
+    public nonisolated let issuerNames: [String]?
     /// `/issue` rate per user token, by tier.
     public nonisolated let issuanceLimiter: IssuanceLimiter
     /// Listener limits and the admin listener, as read at start (a reload does not move listeners).
@@ -103,7 +103,7 @@ public actor LookupServer {
         self.tiers = Mutex(config.tierByToken)
         self.logger = logger
         let privacyPass = config.privacyPass ?? .init()
-        issuerNames = privacyPass.issuerNames ?? ["callveil"]
+        issuerNames = privacyPass.issuerNames
         issuanceLimiter = IssuanceLimiter(rates: config.issueRates)
         http = config.http ?? .init()
         if let settings = config.gateway, settings.enabled ?? true {
@@ -133,6 +133,10 @@ public actor LookupServer {
             } else {
                 issuerKeys = try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys", lifetime: lifetime, overlap: overlap)
                 nonces = try SQLiteNonceStore(path: privacyPass.nonceDatabase ?? "nonces.sqlite", maxPerKey: maxPerKey)
+            }
+            if let names = issuerNames {
+                logger.warning("privacyPass.issuerNames is set: tokens whose challenge names another issuer get 401; the issuer name devices use is undocumented, so this may refuse real phones",
+                               metadata: ["issuerNames": "\(names.count)"])
             }
         } else {
             logger.warning("Privacy Pass is disabled: the PIR endpoints accept requests without tokens")
@@ -313,8 +317,11 @@ public actor LookupServer {
         let metrics = self.metrics
         let timeout = TimeAmount.milliseconds(Int64((http.requestTimeoutSeconds ?? 30) * 1000))
         let connections = ClientConnections()
-        let server = try PublicListener.server(http, idleTimeout: timeout) {
-            [RequestDeadlineHandler(timeout: timeout) { metrics.increment("callveil_http_request_timeouts_total") },
+        let connectionGuard = PublicListener.connectionGuard(http) { reason in
+            metrics.increment("callveil_http_connections_closed_total", dimensions: [("reason", reason)])
+        }
+        let server = try PublicListener.server(http, idleTimeout: timeout, connectionGuard: connectionGuard) {
+            [RequestDeadlineHandler(timeout: timeout, connectionGuard: connectionGuard) { metrics.increment("callveil_http_request_timeouts_total") },
              ClientDisconnectHandler(connections: connections)]
         }
         let responder = CancelOnDisconnectResponder(inner: makePublicRouter().buildResponder(), connections: connections, metrics: metrics)

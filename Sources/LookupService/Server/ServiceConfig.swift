@@ -85,8 +85,9 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         public var keyLifetimeSeconds: Int?
         /// How long a successor key is published before it issues, and the old key accepted after (default 2 days).
         public var keyOverlapSeconds: Int?
-        /// Issuer names a token's challenge may carry (its `challenge_digest` must be the SHA-256 of the
-        /// `TokenChallenge` of one of them, type 2, empty redemption context and origin info; default `["callveil"]`).
+        /// Issuer names a token's challenge may carry (its `challenge_digest` must then be the SHA-256 of the
+        /// `TokenChallenge` of one of them, type 2, empty redemption context and origin info). Absent (the default),
+        /// any challenge is accepted: the issuer name a device uses is undocumented, and a wrong list refuses it.
         public var issuerNames: [String]?
         /// Spent nonces kept per issuer key before its tokens are refused with 503 (default 100,000,000).
         public var maxNoncesPerKey: Int?
@@ -158,8 +159,12 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         /// (default 1024).
         public var maxConnections: Int?
         /// Seconds a client has to send a whole request (headers and body), counted from the connection's
-        /// opening or the previous response; then the connection is closed (default 30).
+        /// opening or the previous response; then the connection is closed (default 30). A connection with no
+        /// request in progress for this long is closed too, whatever its protocol.
         public var requestTimeoutSeconds: Double?
+        /// Seconds from accepting a connection to its first request's headers: TLS handshake, HTTP/2 preface and
+        /// settings included (default: the request timeout, at most 10).
+        public var handshakeTimeoutSeconds: Double?
         /// Seconds a request may wait for compute before it is answered 503 (default 2).
         public var queueTimeoutSeconds: Double?
         /// Address of the admin listener (`/healthz`, `/metrics`; default 127.0.0.1).
@@ -385,6 +390,7 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         if let n = privacyPass?.maxNoncesPerKey, n < 1 { throw ConfigError("privacyPass.maxNoncesPerKey \(n) out of range") }
         if let n = http?.maxConnections, n < 1 || n > 1_000_000 { throw ConfigError("http.maxConnections \(n) out of range") }
         if let t = http?.requestTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.requestTimeoutSeconds \(t) out of range") }
+        if let t = http?.handshakeTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.handshakeTimeoutSeconds \(t) out of range") }
         if let t = http?.queueTimeoutSeconds, !(t >= 0.01 && t <= 600) { throw ConfigError("http.queueTimeoutSeconds \(t) out of range") }
         if let m = http?.maxBodyMegabytesInFlight, m < 10 || m > 1 << 20 {
             throw ConfigError("http.maxBodyMegabytesInFlight \(m) out of range (at least 10: one largest body)")

@@ -1,0 +1,142 @@
+import NIOCore
+import Synchronization
+
+/// Keeps sockets that do no work from holding the listener's connection cap, whatever the protocol: a connection
+/// must start its first request (TLS handshake, HTTP/2 preface and settings, and the request's headers included)
+/// within `handshakeTimeout`, and is closed after `idleTimeout` with no request open. Connections that have not
+/// started a request yet ("unproven") may hold at most `maxUnproven` slots: a new one beyond closes the oldest, so
+/// silent or half-open sockets cannot starve the clients that do send requests. The per-request deadline of the
+/// HTTP/1.1 connection or HTTP/2 stream (`RequestDeadlineHandler`) still bounds each request once started.
+public final class ConnectionGuard: Sendable {
+    /// Time from accept to the first request's headers.
+    let handshakeTimeout: TimeAmount
+    /// Time a connection may stay open with no request in progress.
+    let idleTimeout: TimeAmount
+    /// Connections without a first request at most.
+    let maxUnproven: Int
+    /// Called with the reason each time the guard closes a connection (`handshake`, `idle`, `evicted`).
+    let onClose: @Sendable (String) -> Void
+
+    private struct State {
+        var connections: [ObjectIdentifier: Activity] = [:]
+        /// Unproven connections by arrival.
+        var unproven: [ObjectIdentifier: (order: Int, channel: any Channel)] = [:]
+        var arrivals = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// A guard for one listener.
+    public init(handshakeTimeout: TimeAmount, idleTimeout: TimeAmount, maxUnproven: Int, onClose: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.handshakeTimeout = handshakeTimeout
+        self.idleTimeout = idleTimeout
+        self.maxUnproven = max(maxUnproven, 1)
+        self.onClose = onClose
+    }
+
+    /// The handler to put first in each accepted connection's pipeline (before TLS).
+    func handler() -> ConnectionGuardHandler { ConnectionGuardHandler(guard: self) }
+
+    /// Connections open now that have not started a request.
+    public var unprovenCount: Int { state.withLock { $0.unproven.count } }
+
+    /// One connection's requests in progress and timer; used on its event loop only.
+    final class Activity: @unchecked Sendable {
+        let channel: any Channel
+        var open = 0
+        var proven = false
+        var timer: Scheduled<Void>?
+
+        init(channel: any Channel) { self.channel = channel }
+    }
+
+    func opened(_ channel: any Channel) {
+        let activity = Activity(channel: channel)
+        let evicted: (any Channel)? = state.withLock { s in
+            s.connections[ObjectIdentifier(channel)] = activity
+            s.arrivals += 1
+            s.unproven[ObjectIdentifier(channel)] = (s.arrivals, channel)
+            guard s.unproven.count > maxUnproven, let oldest = s.unproven.min(by: { $0.value.order < $1.value.order }) else { return nil }
+            s.unproven.removeValue(forKey: oldest.key)
+            return oldest.value.channel
+        }
+        if let evicted {
+            onClose("evicted")
+            evicted.close(promise: nil)
+        }
+        arm(activity, after: handshakeTimeout, reason: "handshake")
+    }
+
+    func closed(_ channel: any Channel) {
+        let activity = state.withLock { s in
+            s.unproven.removeValue(forKey: ObjectIdentifier(channel))
+            return s.connections.removeValue(forKey: ObjectIdentifier(channel))
+        }
+        activity?.timer?.cancel()
+    }
+
+    /// The connection a request channel belongs to: itself (HTTP/1.1) or its parent (an HTTP/2 stream).
+    func activity(of channel: any Channel) -> Activity? {
+        state.withLock { s in s.connections[ObjectIdentifier(channel)] ?? channel.parent.flatMap { s.connections[ObjectIdentifier($0)] } }
+    }
+
+    /// A request's headers arrived on `channel` (a connection or an HTTP/2 stream).
+    func requestStarted(on channel: any Channel) {
+        guard let activity = activity(of: channel) else { return }
+        activity.open += 1
+        activity.timer?.cancel()
+        activity.timer = nil
+        if !activity.proven {
+            activity.proven = true
+            state.withLock { _ = $0.unproven.removeValue(forKey: ObjectIdentifier(activity.channel)) }
+        }
+    }
+
+    /// A request on `channel` ended (answered, or its stream or connection went away).
+    func requestEnded(on channel: any Channel) {
+        guard let activity = activity(of: channel) else { return }
+        activity.open = max(activity.open - 1, 0)
+        if activity.open == 0 { arm(activity, after: idleTimeout, reason: "idle") }
+    }
+
+    private func arm(_ activity: Activity, after delay: TimeAmount, reason: String) {
+        activity.timer?.cancel()
+        let onClose = self.onClose
+        activity.timer = activity.channel.eventLoop.scheduleTask(in: delay) {
+            guard activity.open == 0 else { return }
+            onClose(reason)
+            activity.channel.close(promise: nil)
+        }
+    }
+}
+
+/// Registers its connection with the guard while the connection is open.
+final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    private let connectionGuard: ConnectionGuard
+    private var registered = false
+
+    init(guard connectionGuard: ConnectionGuard) { self.connectionGuard = connectionGuard }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { register(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        register(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if registered { connectionGuard.closed(context.channel) }
+        registered = false
+        context.fireChannelInactive()
+    }
+
+    private func register(_ context: ChannelHandlerContext) {
+        guard !registered else { return }
+        registered = true
+        connectionGuard.opened(context.channel)
+    }
+}
