@@ -45,8 +45,9 @@ chaos: deps
 	bash cluster/chaos.sh
 
 # Overload and hostile input against the default `serve` while a phone checks every answer (bench/overload.sh):
-# slow connections, 10 MiB /key uploads, 4x query capacity; prints a table, fails on a bound exceeded. About
-# 2 minutes; the last step of `make test`.
+# slow connections, 10 MiB /key uploads, 4x query capacity; then the TLS and h2c listeners and the gateway path
+# under silent sockets, half handshakes and trickled bodies (bench/overload-doors.sh). Prints tables, fails on a
+# bound exceeded. About 5 minutes; the last step of `make test`.
 overload: deps
 	bash bench/overload.sh
 

@@ -31,3 +31,9 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 "$bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" "$@"
+# The relay-facing doors: the TLS and h2c listeners and the gateway path under silent sockets, half handshakes and
+# trickled bodies, with a phone checking every answer through the gateway (bench/overload-doors.sh).
+kill "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+pid=""
+bash bench/overload-doors.sh

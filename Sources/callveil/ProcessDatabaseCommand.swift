@@ -14,9 +14,11 @@ struct ProcessDatabaseCommand: ParsableCommand {
         discussion: """
         Input: a CSV of `keyword,value` lines (value in hex or base64) of any size, or a protobuf KeywordDatabase (.binpb).
         The input is read once; rows are spilled to per-shard files and the shards are built in parallel.
-        Output, per shard N: <stem>-N.cvshard (CallVeil's shard file: the plaintexts' payloads, which also serve the
-        next update) and <stem>-N.params.txtpb (pir.v1.PirParameters); <stem>.evaluation-key-config.txtpb; and
-        <stem>.manifest.json, written last. A failed run leaves the output folder as it was.
+        Output, per shard N: <stem>-N.<hash>.cvshard (CallVeil's shard file: the plaintexts' payloads, which also serve
+        the next update) and <stem>-N.<hash>.params.txtpb (pir.v1.PirParameters); <stem>.<hash>.evaluation-key-config.txtpb;
+        files named after their contents, never overwritten; and <stem>.manifest.json, replaced last by one rename (the
+        commit). A failed or crashed run leaves the previous version serving and the next run working. A published
+        report list applied to the folder (`callveil reports publish`) stays applied.
 
         Updates: --previous MANIFEST with a new full --input rebuilds only shards whose rows changed; --previous
         MANIFEST with --delta FILE (lines `add,keyword,value`, `change,keyword,value`, `remove,keyword`) applies

@@ -37,6 +37,14 @@ struct DatasetBuildTests {
 
     static func bytes(_ path: String) -> [UInt8]? { FileManager.default.contents(atPath: path).map { [UInt8]($0) } }
 
+    /// Random rows, a fresh folder and the options of a small three-shard version with fixed tables.
+    static func threeShards(_ name: String, rows count: Int, maxValue: Int, buckets: Int, using rng: inout TestRandom) throws
+        -> (rows: [Row], root: String, options: DatasetManifest.Options) {
+        let options = DatasetManifest.Options(preset: ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue, shardCount: 3,
+                                              fixedBucketCount: buckets, maxBucketSize: 128)
+        return (rows(count, maxValue: maxValue, using: &rng), try folder(name), options)
+    }
+
     /// The path of a file of shard `index` (`cvshard` or `params.txtpb`) or of the key config (index nil) in an
     /// output folder: the one its manifest names, or the fixed name of `DatabaseProcessingJob`'s output.
     static func path(in directory: String, shard index: Int?, _ kind: String) -> String {
@@ -209,11 +217,8 @@ struct DatasetBuildTests {
     @Test("malformed rows are reported with their line numbers and a failed build leaves the previous version in place")
     func failuresLeaveNothingBehind() throws {
         var rng = TestRandom()
-        let rows = Self.rows(500, maxValue: 20, using: &rng)
-        let root = try Self.folder("fail")
+        let (rows, root, options) = try Self.threeShards("fail", rows: 500, maxValue: 20, buckets: 512, using: &rng)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let options = DatasetManifest.Options(preset: ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue, shardCount: 3,
-                                              fixedBucketCount: 512, maxBucketSize: 128)
         try Self.writeCSV(rows, to: "\(root)/good.csv")
         let builder = DatasetBuilder(options: options, directory: "\(root)/out", stem: "shard")
         let manifest = try builder.build(input: "\(root)/good.csv").manifest
@@ -267,11 +272,8 @@ struct DatasetBuildTests {
     @Test("a crash or an error at every step of a commit leaves the old version or the new one whole, and the next run works")
     func crashAtEveryStep() throws {
         var rng = TestRandom()
-        let rows = Self.rows(400, maxValue: 16, using: &rng)
-        let root = try Self.folder("crash")
+        let (rows, root, options) = try Self.threeShards("crash", rows: 400, maxValue: 16, buckets: 256, using: &rng)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let options = DatasetManifest.Options(preset: ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue, shardCount: 3,
-                                              fixedBucketCount: 256, maxBucketSize: 128)
         try Self.writeCSV(rows, to: "\(root)/v1.csv")
         let v1 = try DatasetBuilder(options: options, directory: "\(root)/v1", stem: "shard").build(input: "\(root)/v1.csv").manifest
         let v1Rows = try Self.rowsInShards("\(root)/v1", v1)

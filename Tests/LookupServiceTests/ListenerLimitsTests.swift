@@ -58,12 +58,20 @@ struct ListenerLimitsTests {
         await server.stop()
     }
 
-    @Test("Connections beyond the cap wait until one closes")
+    @Test("Connections beyond the cap wait until one closes (the cap held by clients that were answered, idle for the timeout)")
     func connectionCap() async throws {
-        let server = try await Self.start { $0.http?.maxConnections = 2; $0.http?.requestTimeoutSeconds = 2 }
+        let server = try await Self.start { $0.http?.maxConnections = 2; $0.http?.requestTimeoutSeconds = 3 }
         let port = try #require(URLComponents(string: server.url)?.port)
-        let held = try (0..<2).map { _ in try RawConnection(port: port) }  // idle: closed by the server after 2 s
-        try await Task.sleep(for: .milliseconds(200))
+        try await Task.sleep(for: .seconds(3.5))  // the start's own keep-alive connection idles out
+        // Two clients answered once, then idle on keep-alive: closed by the server after 3 s. (Sockets that were never
+        // answered could not hold the cap: the connection guard closes the oldest of them for a newcomer.)
+        var held: [RawConnection] = []
+        for _ in 0..<2 {
+            let connection = try RawConnection(port: port)
+            held.append(connection)
+            connection.send("GET /.well-known/private-token-issuer-directory HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(String(decoding: await connection.read(seconds: 2, until: "}]}").bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        }
         let third = try RawConnection(port: port)
         third.send("GET /.well-known/private-token-issuer-directory HTTP/1.1\r\nHost: x\r\n\r\n")
         let (early, _) = await third.read(seconds: 1)
@@ -131,29 +139,38 @@ struct ListenerLimitsTests {
         await server.stop()
     }
 
-    @Test("Request bodies in flight are bounded: beyond the budget a request is answered 503 with Retry-After, unread")
+    @Test("Request bodies in flight are bounded by the bytes received, not declared: a trickler holds nothing, a large body holds what it sent, beyond the budget 503 with Retry-After")
     func bodyBudget() async throws {
         let server = try await Self.start {
             $0.privacyPass = .init(enabled: false)
             $0.http?.maxBodyMegabytesInFlight = 10
+            $0.http?.minBodyBytesPerSecond = 1 << 20
         }
         let port = try #require(URLComponents(string: server.url)?.port)
         let head = "POST /key HTTP/1.1\r\nHost: x\r\nUser-Identifier: u1\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
-        // A 10 MiB upload that is slow to arrive holds the whole budget.
+        let device = [("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2")]
+        // A 10 MiB upload that is slow to arrive holds only the bytes it sent: another request is read and judged.
         var holder: RawConnection? = try RawConnection(port: port)
         holder?.send(head + "Content-Length: \(10 << 20)\r\n\r\nabc")
         try await Task.sleep(for: .milliseconds(300))
+        #expect(try await server.http.send(path: "/key", headers: [("User-Identifier", "u2")] + device, body: [0xFF, 0xFF]).status == 400)
+        // Nine MiB of it arrive: now it holds them, and a 2 MiB body does not fit.
+        holder?.sendBytes([UInt8](repeating: 0x41, count: 9 << 20))
+        try await Task.sleep(for: .milliseconds(500))
         let refused = try RawConnection(port: port)
-        refused.send(head + "Content-Length: 1000\r\n\r\n")
+        refused.send(head.replacingOccurrences(of: "u1", with: "u3") + "Content-Length: \(2 << 20)\r\n\r\n")
+        refused.sendBytes([UInt8](repeating: 0x42, count: 2 << 20))
         let (answer, _) = await refused.read(seconds: 5)
         let text = String(decoding: answer, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 503"), "\(text.prefix(200))")
         #expect(text.lowercased().contains("retry-after: 1"))
-        // The holder gone, its reservation is returned: a small request is read and judged on its content.
+        // The holder gone, what it held is returned.
         holder = nil
-        try await Task.sleep(for: .milliseconds(300))
-        let (status, _) = try await server.http.send(path: "/key", headers: [("User-Identifier", "u2"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2")],
-                                                     body: [0xFF, 0xFF])
+        var status = 0
+        for _ in 0..<50 where status != 400 {
+            try await Task.sleep(for: .milliseconds(100))
+            status = try await server.http.send(path: "/key", headers: [("User-Identifier", "u4")] + device, body: [UInt8](repeating: 0xFF, count: 2 << 20)).status
+        }
         #expect(status == 400)
         await server.stop()
     }
@@ -171,7 +188,7 @@ struct ListenerLimitsTests {
         #expect(budget.inUse == 0)
     }
 
-    @Test("Gates before any work: one User-Identifier's excess gets 429, the port's excess 503, both with Retry-After")
+    @Test("Gates after the cheap checks: one User-Identifier's excess gets 429 at once; trickled bodies hold no slot of the port and are cut off at the minimum rate")
     func requestGates() async throws {
         let server = try await Self.start {
             $0.privacyPass = .init(enabled: false)
@@ -179,38 +196,35 @@ struct ListenerLimitsTests {
             $0.http?.maxRequestsInFlight = 2
         }
         let port = try #require(URLComponents(string: server.url)?.port)
-        func slowUpload(_ user: String) throws -> RawConnection {
+        func slowUpload(_ user: String, path: String = "/key") throws -> RawConnection {
             let connection = try RawConnection(port: port)
-            connection.send("POST /key HTTP/1.1\r\nHost: x\r\nUser-Identifier: \(user)\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
+            connection.send("POST \(path) HTTP/1.1\r\nHost: x\r\nUser-Identifier: \(user)\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
                             + "Content-Length: 1000\r\n\r\nabc")
             return connection
         }
         func answer(_ connection: RawConnection) async -> String {
             String(decoding: await connection.read(seconds: 5).bytes, as: UTF8.self)
         }
-        var first: RawConnection? = try slowUpload("u1")  // holds u1's share and one of the port's two slots
+        let start = Date()
+        let first = try slowUpload("u1")  // holds u1's share (its header checks passed), no slot of the port
         try await Task.sleep(for: .milliseconds(300))
         let sameUser = try slowUpload("u1")
         let refused = await answer(sameUser)
         #expect(refused.hasPrefix("HTTP/1.1 429") && refused.lowercased().contains("retry-after: 1"), "\(refused.prefix(200))")
-        var second: RawConnection? = try slowUpload("u2")  // the port's second slot
+        // More tricklers than the port has slots, on the PIR routes and on the issuer's: the port still answers.
+        let tricklers = try (2..<6).map { try slowUpload("u\($0)") } + [try slowUpload("u9", path: "/issue")]
         try await Task.sleep(for: .milliseconds(300))
-        let directory = try RawConnection(port: port)
-        directory.send("GET /.well-known/private-token-issuer-directory HTTP/1.1\r\nHost: x\r\n\r\n")
-        let full = await answer(directory)
-        #expect(full.hasPrefix("HTTP/1.1 503") && full.lowercased().contains("retry-after: 1"), "\(full.prefix(200))")
-        // The slow uploads gone, their slots and shares are returned.
-        first = nil
-        second = nil
         let device = [("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2")]
-        var status = 0
-        for _ in 0..<50 where status != 400 {  // the server notices the closed connections within moments
-            try await Task.sleep(for: .milliseconds(100))
-            status = try await server.http.send(path: "/key", headers: [("User-Identifier", "u3")] + device, body: [0xFF, 0xFF]).status
+        #expect(try await server.http.send(path: "/key", headers: [("User-Identifier", "u7")] + device, body: [0xFF, 0xFF]).status == 400,
+                "through both gates: judged on its content")
+        // The minimum body rate (16 KiB/s after 2 s of grace) cuts them off long before the 30 s request timeout.
+        for (i, connection) in ([first] + tricklers).enumerated() {
+            #expect(await connection.read(seconds: 8).closed, "trickler \(i) still open after \(Date().timeIntervalSince(start)) s")
         }
-        #expect(status == 400)  // through both gates: judged on its content
+        #expect(Date().timeIntervalSince(start) < 9)
         #expect(try await server.http.send(path: "/key", headers: [("User-Identifier", "u1")] + device, body: [0xFF, 0xFF]).status == 400)
-        _ = (first, second)
+        let metrics = String(decoding: try await server.admin.send(method: .GET, path: "/metrics", headers: [], body: nil).body, as: UTF8.self)
+        #expect(metrics.contains("callveil_http_slow_bodies_total"))
         await server.stop()
     }
 }

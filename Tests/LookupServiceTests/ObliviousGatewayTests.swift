@@ -163,6 +163,8 @@ struct ObliviousGatewayTests {
         let (noTokenStatus, noTokenBody) = try await Self.post(server, fresh.encapsulated)
         let noTokenAnswer = try BinaryHTTPResponse(decoding: try fresh.openResponse(noTokenBody))
         #expect(noTokenStatus == 200 && noTokenAnswer.status == 401)
+        // Padded to the same size class: the relay cannot tell the refusal from the answer by its length.
+        #expect(noTokenBody.count == body.count && (body.count - 32) % 1024 == 0, "401: \(noTokenBody.count) bytes, 200: \(body.count) bytes")
 
         // ChaCha20-Poly1305 works as well as AES-128-GCM.
         let chacha = try await Self.encapsulate(try Self.configRequest(token: try await server.tokens?.authorization()), server: server,
@@ -185,9 +187,13 @@ struct ObliviousGatewayTests {
     func standAlone() async throws {
         let (server, _, directory, _) = try await Self.start(protocol: "http1", gateway: .init(enabled: false))
         let config = "\(directory)/gateway.json"
-        let targets = [ServiceConfig.Gateway.Target(authority: "lookup.example", origin: server.url)]
+        let staller = try StallingOrigin()
+        defer { staller.stop() }
+        let targets = [ServiceConfig.Gateway.Target(authority: "lookup.example", origin: server.url),
+                       ServiceConfig.Gateway.Target(authority: "stall.example", origin: "http://127.0.0.1:\(staller.port)")]
         var file = ServiceConfig(users: [], usecases: [])
         file.gateway = .init(keyDirectory: "\(directory)/standalone-keys", targets: targets)
+        file.gateway?.targetTimeoutSeconds = 3
         file.http = .init(adminPort: 0)
         try JSONEncoder().encode(file).write(to: URL(fileURLWithPath: config))
         let gateway = try await GatewayServer(configPath: config, logger: TestServer.logger)
@@ -217,6 +223,17 @@ struct ObliviousGatewayTests {
         #expect(served.status == 200 && (try? ProtoConfigResponse(serializedBytes: served.content).configs[DemoDataset.block]) != nil)
         let refused = try await through("elsewhere.example")
         #expect(refused.status == 421 && Self.problemType(refused.content) == "https://callveil.dev/problems/ohttp-targetNotAllowed")
+        // A target that sends its headers and part of its body, then stalls: the exchange is bounded as a whole.
+        let started = Date()
+        let stalled = try await withThrowingTaskGroup(of: BinaryHTTPResponse?.self) { group in
+            group.addTask { try await through("stall.example") }
+            group.addTask { try await Task.sleep(for: .seconds(15)); return nil }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        #expect(stalled?.status == 502 && Self.problemType(stalled?.content ?? []) == "https://callveil.dev/problems/ohttp-targetFailed",
+                "a stalled target pinned the request for \(Date().timeIntervalSince(started)) s")
+        #expect(Date().timeIntervalSince(started) < 10)
         await group.triggerGracefulShutdown()
         _ = try? await task.value
         await gateway.shutdown()
@@ -307,4 +324,78 @@ struct ObliviousGatewayTests {
         #expect(stored.count == 2 && stored.allSatisfy { sealed in !privateKeys.contains { sealed.range(of: $0) != nil } })
         for store in stores { await store.shutdown() }
     }
+
+    @Test("Keys in PostgreSQL: a request opened at one gateway is refused as a replay at another; the shared record forgets it after the window")
+    func sharedReplay() async throws {
+        let (configs, _, database) = try await sharedStoreServices(count: 2)
+        for path in configs {
+            var config = try ServiceConfig.load(path: path)
+            config.gateway = .init()
+            try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: path))
+        }
+        let servers = [try await TestServer.start(configPath: configs[0]), try await TestServer.start(configPath: configs[1])]
+        let published = [try await servers[0].http.send(method: .GET, path: "/ohttp-configs", headers: [], body: nil).body,
+                         try await servers[1].http.send(method: .GET, path: "/ohttp-configs", headers: [], body: nil).body]
+        #expect(published[0] == published[1], "one key for both")
+        let request = try await Self.encapsulate(try Self.configRequest(token: try await servers[0].tokens?.authorization()), server: servers[0])
+        let (first, body) = try await Self.post(servers[0], request.encapsulated)
+        let inner = try BinaryHTTPResponse(decoding: try request.openResponse(body))
+        #expect(first == 200 && inner.status == 200)
+        let (again, againBody) = try await Self.post(servers[1], request.encapsulated)
+        #expect(again == 422 && Self.problemType(againBody) == "https://callveil.dev/problems/ohttp-replayed", "replayed at the other gateway: \(again)")
+        for server in servers { await server.stop() }
+
+        // The record itself: one admission of a key on any gateway; taken over once its window has passed.
+        let time = ManualClock()
+        let sealing = StoreSealing(keyEncryptionKey: SymmetricKey(size: .bits256))
+        let stores = [try await PostgresStore.connect(database, sealing: sealing, logger: TestPostgres.logger),
+                      try await PostgresStore.connect(database, sealing: sealing, logger: TestPostgres.logger)]
+        let records = stores.map { PostgresReplayStore(store: $0, window: 600, clock: time.read) }
+        let enc = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        async let a = records[0].admit(enc)
+        async let b = records[1].admit(enc)
+        #expect(try await [a, b].filter { $0 }.count == 1)
+        time.set(days: 1)
+        #expect(try await records[1].admit(enc))
+        #expect(try await !records[0].admit(enc))
+        for store in stores { await store.shutdown() }
+    }
+}
+
+/// An HTTP origin that answers every request with its headers and 3 bytes of a 100,000-byte body, then sends nothing
+/// more: a target stalled mid-body (a Python child process on loopback).
+final class StallingOrigin: @unchecked Sendable {
+    let port: Int
+    private let process: Process
+
+    init() throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", """
+            import socket, sys, threading, time
+            server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(16)
+            print(server.getsockname()[1], flush=True)
+            held = []
+            def serve(conn):
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 100000\\r\\n\\r\\nabc")
+                held.append(conn)
+            while True:
+                conn, _ = server.accept()
+                threading.Thread(target=serve, args=(conn,), daemon=True).start()
+            """]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice  // not the test runner's: it waits for that pipe to close
+        try process.run()
+        let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let port = Int(line) else {
+            process.terminate()
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the stalling origin did not start: \(line)"])
+        }
+        self.port = port
+    }
+
+    /// Kills the origin (SIGKILL: the service lifecycle of the tests ignores SIGTERM, and a child inherits that).
+    func stop() { kill(process.processIdentifier, SIGKILL) }
 }

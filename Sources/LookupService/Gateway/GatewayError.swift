@@ -26,6 +26,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let targetFailed = Code("targetFailed")
         /// No gateway key exists yet (503).
         public static let noKeys = Code("noKeys")
+        /// The shared replay record cannot be consulted, so the request is not opened (503).
+        public static let replayRecordUnavailable = Code("replayRecordUnavailable")
     }
 
     /// The code.

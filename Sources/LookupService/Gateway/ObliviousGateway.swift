@@ -20,8 +20,12 @@ public final class ObliviousGateway: Sendable {
 
     /// The keys.
     public let keys: GatewayKeyRing
-    /// Replay detection.
+    /// Replay detection in this process.
     public let replay: GatewayReplayCache
+    /// The replay record shared by every gateway of a shared store (nil: keys are this gateway's own).
+    public let sharedReplay: PostgresReplayStore?
+    /// Sizes inner responses are padded to (`ServiceConfig.Gateway.responseSizeClasses`).
+    public let sizeClasses: [Int]
     /// Where inner requests go.
     public let target: any GatewayTarget
     private let metrics: ServiceMetrics
@@ -34,9 +38,11 @@ public final class ObliviousGateway: Sendable {
 
     /// A gateway over `keys` answering through `target`; `refresh` reloads the keys from a shared store.
     public init(keys: GatewayKeyRing, replay: GatewayReplayCache, target: any GatewayTarget, metrics: ServiceMetrics, logger: Logger,
-                refresh: (@Sendable () async throws -> Void)? = nil) {
+                refresh: (@Sendable () async throws -> Void)? = nil, sharedReplay: PostgresReplayStore? = nil, sizeClasses: [Int] = []) {
         self.keys = keys
+        self.sizeClasses = sizeClasses
         self.replay = replay
+        self.sharedReplay = sharedReplay
         self.target = target
         self.refresh = refresh
         self.metrics = metrics
@@ -111,6 +117,15 @@ public final class ObliviousGateway: Sendable {
         guard replay.admit(opened.context.encapsulatedKey) else {
             throw GatewayError(.replayed, "this encapsulated request was already received")
         }
+        if let sharedReplay {
+            // Keys are shared, so another gateway may have opened this request: its record decides, and without the
+            // record the request is not opened (a replay must not pass because the store was down).
+            let fresh: Bool
+            do { fresh = try await sharedReplay.admit(opened.context.encapsulatedKey) } catch {
+                throw GatewayError(.replayRecordUnavailable, "the replay record is unavailable; retry later")
+            }
+            guard fresh else { throw GatewayError(.replayed, "this encapsulated request was already received") }
+        }
         let response: BinaryHTTPResponse
         let result: String
         do {
@@ -132,8 +147,16 @@ public final class ObliviousGateway: Sendable {
             response = Self.problem(GatewayError(.targetFailed, "the target failed"))
             result = GatewayError.Code.targetFailed.name
         }
-        let sealed = try opened.context.encapsulate(try response.encoded())
+        let sealed = try opened.context.encapsulate(Self.padded(try response.encoded(), to: sizeClasses))
         return (Answer(status: 200, contentType: Self.responseMediaType, body: sealed), result)
+    }
+
+    /// `message` zero-padded (RFC 9292 §3.8) to the smallest of `classes` that holds it, or beyond the largest to a
+    /// multiple of it; unchanged without classes.
+    static func padded(_ message: [UInt8], to classes: [Int]) -> [UInt8] {
+        guard let largest = classes.last else { return message }
+        let size = classes.first { $0 >= message.count } ?? (message.count + largest - 1) / largest * largest
+        return message + [UInt8](repeating: 0, count: size - message.count)
     }
 
     /// Reloads the keys from the shared store unless that was done in the last 10 s; whether it ran.

@@ -19,6 +19,9 @@ public final class OriginGatewayTarget: GatewayTarget {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
+        // A connection that delivers nothing for the timeout fails its request and is closed, so an exchange given up
+        // on (below) does not linger, and shutdown does not wait for it.
+        configuration.timeout = .init(connect: .seconds(10), read: .milliseconds(Int64(timeoutSeconds * 1000)))
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         timeout = .milliseconds(Int64(timeoutSeconds * 1000))
         self.maxResponseBytes = maxResponseBytes

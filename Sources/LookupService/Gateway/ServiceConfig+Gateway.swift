@@ -31,6 +31,9 @@ extension ServiceConfig.Gateway {
                            suites: offeredSuites, maxRequestBytes: requestLimit)
     }
 
+    /// The response size classes in force.
+    public var sizeClasses: [Int] { responseSizeClasses ?? [1024, 4096, 16384, 65536] }
+
     /// The replay cache these settings describe.
     public func makeReplayCache() -> GatewayReplayCache {
         GatewayReplayCache(window: TimeInterval(replayWindowSeconds ?? 600), capacity: maxReplayEntries ?? 1_000_000)
@@ -55,6 +58,11 @@ extension ServiceConfig.Gateway {
         if let w = replayWindowSeconds, w < 1 || w > 7 * 86400 { throw ConfigError("gateway.replayWindowSeconds \(w) out of range") }
         if let n = maxReplayEntries, n < 1000 || n > 100_000_000 { throw ConfigError("gateway.maxReplayEntries \(n) out of range") }
         if let t = targetTimeoutSeconds, !(t > 0 && t <= 600) { throw ConfigError("gateway.targetTimeoutSeconds \(t) out of range") }
+        if let classes = responseSizeClasses {
+            guard classes.count <= 16, classes.allSatisfy({ (64...(16 << 20)).contains($0) }), zip(classes, classes.dropFirst()).allSatisfy({ $0 < $1 }) else {
+                throw ConfigError("gateway.responseSizeClasses must be at most 16 ascending sizes of 64 bytes to 16 MiB")
+            }
+        }
         var authorities = Set<String?>()
         for target in targets ?? [] {
             guard let url = URL(string: target.origin), let scheme = url.scheme, ["http", "https"].contains(scheme),

@@ -1,9 +1,11 @@
 import Synchronization
 
 /// A capacity handed out in units and given back when the work that held them ends; work that does not fit is
-/// refused at once with 503 and `Retry-After`. The public port uses two: request-body bytes (each PIR request
-/// reserves its declared length before its body is read — without it a connection cap of 1,024 and 10 MiB `/key`
-/// bodies would let a flood hold 10 GiB) and requests in progress (`InFlightLimitMiddleware`).
+/// refused at once with 503 and `Retry-After`. The public port uses two: request-body bytes (reserved as they
+/// arrive, after the route's cheap checks, by `BodyAdmissionMiddleware` — without a bound a connection cap of 1,024
+/// and 10 MiB `/key` bodies would let a flood hold 10 GiB, and without reserving as they arrive a few sockets
+/// declaring large bodies and trickling them would hold the whole budget) and requests in progress
+/// (`InFlightLimitMiddleware`).
 public final class AdmissionBudget: Sendable {
     /// Units that may be held at once.
     public let capacity: Int
@@ -19,6 +21,21 @@ public final class AdmissionBudget: Sendable {
 
     /// Units held now.
     public var inUse: Int { reserved.withLock { $0 } }
+
+    /// Takes `units` if they fit; whether they were taken.
+    public func tryReserve(_ units: Int) -> Bool {
+        reserved.withLock { used in
+            guard used + units <= capacity else { return false }
+            used += units
+            return true
+        }
+    }
+
+    /// Gives back `units` taken by `tryReserve`.
+    public func release(_ units: Int) {
+        guard units > 0 else { return }
+        reserved.withLock { $0 -= units }
+    }
 
     /// Runs `body` with `units` held; throws 503 when they do not fit.
     public func with<T>(_ units: Int, _ body: () async throws -> T) async throws -> T {

@@ -10,7 +10,7 @@ import NIOCore
 /// accepted. This is the provider's public list: only what was published to it, never the PIR database.
 public enum CallDirectoryRoutes {
     /// Adds the feed.
-    public static func add(to router: Router<LookupRequestContext>, store: any ReportStore, maxEntriesPerPage: Int, metrics: ServiceMetrics) {
+    public static func add(to router: some RouterMethods<LookupRequestContext>, store: any ReportStore, maxEntriesPerPage: Int, metrics: ServiceMetrics) {
         router.get("/call-directory/:list") { request, context -> Response in
             guard let name = context.parameters.get("list"), let list = DirectoryList(rawValue: name) else {
                 throw LookupError(.notFound, "No such list (blocking or identification)")

@@ -1,12 +1,15 @@
 import NIOCore
 import Synchronization
 
-/// Keeps sockets that do no work from holding the listener's connection cap, whatever the protocol: a connection
-/// must start its first request (TLS handshake, HTTP/2 preface and settings, and the request's headers included)
-/// within `handshakeTimeout`, and is closed after `idleTimeout` with no request open. Connections that have not
-/// started a request yet ("unproven") may hold at most `maxUnproven` slots: a new one beyond closes the oldest, so
-/// silent or half-open sockets cannot starve the clients that do send requests. The per-request deadline of the
-/// HTTP/1.1 connection or HTTP/2 stream (`RequestDeadlineHandler`) still bounds each request once started.
+/// Keeps sockets that do no useful work from holding the listener's connection cap, whatever the protocol: a
+/// connection must start its first request (TLS handshake, HTTP/2 preface and settings, and the request's headers
+/// included) within `handshakeTimeout`, and is closed after `idleTimeout` with no request open. A connection is
+/// "unproven" until it has been answered with a success (status below 400): silent sockets, half handshakes,
+/// bodies trickled a byte a second and requests refused as unauthenticated all stay unproven, and unproven
+/// connections may hold at most `maxUnproven` slots, a new one beyond closing the oldest. So hostile sockets
+/// cannot starve the clients that do real requests, such as the relay's long-lived connections. The per-request
+/// deadline of the HTTP/1.1 connection or HTTP/2 stream (`RequestDeadlineHandler`) and the minimum body rate
+/// (`BodyAdmissionMiddleware`) still bound each request once started.
 public final class ConnectionGuard: Sendable {
     /// Time from accept to the first request's headers.
     let handshakeTimeout: TimeAmount
@@ -86,10 +89,13 @@ public final class ConnectionGuard: Sendable {
         activity.open += 1
         activity.timer?.cancel()
         activity.timer = nil
-        if !activity.proven {
-            activity.proven = true
-            state.withLock { _ = $0.unproven.removeValue(forKey: ObjectIdentifier(activity.channel)) }
-        }
+    }
+
+    /// A response with `status` is being sent on `channel`: a success proves the connection.
+    func responded(on channel: any Channel, status: Int) {
+        guard status < 400, let activity = activity(of: channel), !activity.proven else { return }
+        activity.proven = true
+        state.withLock { _ = $0.unproven.removeValue(forKey: ObjectIdentifier(activity.channel)) }
     }
 
     /// A request on `channel` ended (answered, or its stream or connection went away).

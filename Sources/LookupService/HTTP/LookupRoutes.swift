@@ -4,50 +4,51 @@ import LookupProtocol
 import NIOCore
 import SwiftProtobuf
 
-/// The HTTP routes: the PIR endpoints behind their middleware chain (Privacy Pass → User-Identifier →
-/// User-Agent, SPEC-PIR §7.3; `/config` gzip-encoded when accepted). `/healthz` and `/metrics` are on the admin
-/// listener (`AdminRoutes`).
+/// The HTTP routes: the PIR endpoints behind their middleware chain (per-user limit → Privacy Pass →
+/// User-Identifier → User-Agent, SPEC-PIR §7.3, all on headers; then the body, read within the port's body
+/// budget; then a slot of the port's in-flight limit; `/config` gzip-encoded when accepted). `/healthz` and
+/// `/metrics` are on the admin listener (`AdminRoutes`).
 public enum LookupRoutes {
-    /// Adds the public routes to `router`; `verifier` nil leaves the PIR endpoints unauthenticated; `budget` bounds
-    /// the body bytes the endpoints hold at once; `maxInFlight` the requests handled at once (routes added to the
-    /// router later, the issuer's, count too).
+    /// Adds the public routes to `router`; `verifier` nil leaves the PIR endpoints unauthenticated; `bodies`
+    /// bounds the body bytes held at once (port and connection); `inFlight` the requests handled at once (the
+    /// other routes of the port share it). Nothing is reserved before the header checks.
     public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, metrics: ServiceMetrics,
-                           verifier: (any PrivateTokenVerifier)?, budget: AdmissionBudget = .bodies(capacity: 256 << 20),
-                           maxInFlight: Int = 256, maxPerUser: Int = 4) {
+                           verifier: (any PrivateTokenVerifier)?,
+                           bodies: BodyAdmissionMiddleware.Bounds = .init(budgetBytes: 256 << 20, perConnectionBytes: 64 << 20),
+                           inFlight: InFlightLimitMiddleware = .init(limit: 256), maxPerUser: Int = 4) {
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
-        router.add(middleware: InFlightLimitMiddleware(limit: maxInFlight))
         let pir = router.group()
         pir.add(middleware: PerUserLimitMiddleware(limit: maxPerUser))
         if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier)) }
         pir.add(middleware: UserIdentifierMiddleware())
         pir.add(middleware: UserAgentMiddleware())
+        pir.add(middleware: BodyAdmissionMiddleware(bounds: bodies, limit: LookupRequestContext.maxBodyBytes, metrics: metrics))
+        pir.add(middleware: inFlight)
         pir.post("/config") { request, context -> Response in
-            try await budget.with(reservation(request, context)) {
-                let message = try await decode(ProtoConfigRequest.self, request, context)
-                let answer = try await api.config(message, user: try user(context), features: context.features)
-                return try protobufResponse(answer, gzip: acceptsGzip(request))
-            }
+            let message = try await decode(ProtoConfigRequest.self, request, context)
+            let answer = try await api.config(message, user: try user(context), features: context.features)
+            return try protobufResponse(answer, gzip: acceptsGzip(request))
         }
         pir.post("/key") { request, context -> Response in
-            try await budget.with(reservation(request, context)) {
-                let message = try await decode(ProtoEvaluationKeys.self, request, context)
-                try await api.uploadKeys(message, user: try user(context))
-                return Response(status: .ok)
-            }
+            let message = try await decode(ProtoEvaluationKeys.self, request, context)
+            try await api.uploadKeys(message, user: try user(context))
+            return Response(status: .ok)
         }
         pir.post("/queries") { request, context -> Response in
-            try await budget.with(reservation(request, context)) {
-                let message = try await decode(ProtoRequests.self, request, context)
-                let answer = try await api.queries(message, user: try user(context))
-                return try protobufResponse(answer)
-            }
+            let message = try await decode(ProtoRequests.self, request, context)
+            let answer = try await api.queries(message, user: try user(context))
+            return try protobufResponse(answer)
         }
     }
 
-    /// The bytes a request's body may take: its declared length within the limit, or the limit when it has none
-    /// (a longer declared length is refused with 413 by `decode` without reserving).
-    static func reservation(_ request: Request, _ context: LookupRequestContext) -> Int {
-        min(request.headers[.contentLength].flatMap { Int($0) } ?? context.maxUploadSize, context.maxUploadSize)
+    /// The routes that are not PIR endpoints (token issuer, reports, Call Directory, URL filter): their body read
+    /// within `bodies` (at most `limit` bytes; each route checks its own, smaller limit), then a slot of `inFlight`.
+    public static func openGroup(of router: Router<LookupRequestContext>, bodies: BodyAdmissionMiddleware.Bounds,
+                                 inFlight: InFlightLimitMiddleware, metrics: ServiceMetrics, limit: Int = 1 << 20) -> RouterGroup<LookupRequestContext> {
+        let group = router.group()
+        group.add(middleware: BodyAdmissionMiddleware(bounds: bodies, limit: limit, metrics: metrics))
+        group.add(middleware: inFlight)
+        return group
     }
 
     static func user(_ context: LookupRequestContext) throws -> String {

@@ -10,7 +10,7 @@ public enum PrivacyPassRoutes {
     static let maxIssueBody = 4096
 
     /// Adds the issuer routes; `tierOf` maps a user token to its tier; `limiter` bounds issuance per user token.
-    public static func add(to router: Router<LookupRequestContext>, keys: IssuerKeyRing, limiter: IssuanceLimiter? = nil,
+    public static func add(to router: some RouterMethods<LookupRequestContext>, keys: IssuerKeyRing, limiter: IssuanceLimiter? = nil,
                            tierOf: @escaping @Sendable (String) -> String?) {
         router.get("/.well-known/private-token-issuer-directory") { _, _ -> Response in
             let entries = keys.published().map { published -> String in

@@ -28,7 +28,7 @@ public enum ReportRoutes {
     }
 
     /// Adds the classification-report routes.
-    public static func add(to router: Router<LookupRequestContext>, settings: Settings) {
+    public static func add(to router: some RouterMethods<LookupRequestContext>, settings: Settings) {
         router.post("/reporter-credential") { request, _ -> Response in
             let (userToken, _) = try PrivacyPassRoutes.userToken(request, tierOf: settings.tierOf)
             return json(["reporter": settings.credentials.issue(userToken: userToken)])
@@ -53,7 +53,7 @@ public enum ReportRoutes {
     }
 
     /// Adds `POST /report` (URL-filter reports) behind `verifier`.
-    public static func addURLReports(to router: Router<LookupRequestContext>, store: any ReportStore, verifier: (any PrivateTokenVerifier)?,
+    public static func addURLReports(to router: some RouterMethods<LookupRequestContext>, store: any ReportStore, verifier: (any PrivateTokenVerifier)?,
                                      maxURLs: Int, metrics: ServiceMetrics, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         let group = router.group()
         if let verifier { group.add(middleware: PrivateTokenMiddleware(verifier: verifier)) }

@@ -5,7 +5,9 @@ import NIOHTTPTypes
 /// opens and after each response, disarmed when a request's end is read. Slow clients (a byte a second, headers
 /// or body) and idle keep-alive connections cannot hold a socket longer than that; a request being computed is not
 /// affected (its own deadline bounds it). It also tells the connection's `ConnectionGuard` when a request starts and
-/// ends, so the guard knows which connections are idle.
+/// ends, so the guard knows which connections are idle. A response sent before its request's body has ended (a
+/// refusal on the headers, an unknown route) closes the connection (or the HTTP/2 stream) once written: the rest of
+/// the body is not wanted, and a client trickling it must not keep the socket.
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -17,6 +19,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private let onTimeout: @Sendable () -> Void
     private var timer: Scheduled<Void>?
     private var inRequest = false
+    private var bodyEnded = true
 
     init(timeout: TimeAmount, connectionGuard: ConnectionGuard? = nil, onTimeout: @escaping @Sendable () -> Void = {}) {
         self.timeout = timeout
@@ -34,20 +37,33 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
+            bodyEnded = false
             if !inRequest {
                 inRequest = true
                 connectionGuard?.requestStarted(on: context.channel)
             }
-        case .end: disarm()
+        case .end:
+            bodyEnded = true
+            disarm()
         case .body: break
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
+        switch unwrapOutboundIn(data) {
+        case .head(let response): connectionGuard?.responded(on: context.channel, status: response.status.code)
+        case .end:
             arm(context)
             endRequest(context)
+            if !bodyEnded {
+                let written = promise ?? context.eventLoop.makePromise()
+                let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+                context.writeAndFlush(data, promise: written)
+                return
+            }
+        case .body: break
         }
         context.write(data, promise: promise)
     }

@@ -35,7 +35,7 @@ public enum URLFilterRoutes {
     }
 
     /// Adds the prefilter download.
-    public static func add(to router: Router<LookupRequestContext>, prefilterDirectory: String, metrics: ServiceMetrics) {
+    public static func add(to router: some RouterMethods<LookupRequestContext>, prefilterDirectory: String, metrics: ServiceMetrics) {
         let files = Files(directory: prefilterDirectory)
         router.get("/url-filter/prefilter.json") { request, _ -> Response in
             let current = try files.current()

@@ -56,13 +56,14 @@ public final class GatewayServer: Sendable {
     public func makeRouter() -> Router<LookupRequestContext> {
         let router = Router(context: LookupRequestContext.self)
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
-        router.add(middleware: InFlightLimitMiddleware(limit: http.maxRequestsInFlight ?? 256))
         var refresh: (@Sendable () async throws -> Void)?
         if sharedStore != nil { refresh = { @Sendable [self] in _ = try await self.ensureKeys() } }
+        let sharedReplay = sharedStore.map { PostgresReplayStore(store: $0, window: replay.window) }
         ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: keys, replay: replay, target: target, metrics: metrics,
-                                                                         logger: logger, refresh: refresh),
+                                                                         logger: logger, refresh: refresh, sharedReplay: sharedReplay,
+                                                                         sizeClasses: settings.sizeClasses),
                                    keysPath: settings.keysPath, requestPath: settings.gatewayPath,
-                                   budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20))
+                                   bodies: http.bodyBounds, inFlight: http.inFlightLimit, metrics: metrics)
         return router
     }
 

@@ -36,6 +36,8 @@ public actor LookupServer {
     public nonisolated let nonces: (any NonceStore)?
     /// Issuer names a token's challenge may carry.
     public nonisolated let issuerNames: [String]?
+    /// The public port's request-body bounds (port and connection budgets, minimum rate), shared by its routes.
+    public nonisolated let bodies: BodyAdmissionMiddleware.Bounds
     /// `/issue` rate per user token, by tier.
     public nonisolated let issuanceLimiter: IssuanceLimiter
     /// Listener limits and the admin listener, as read at start (a reload does not move listeners).
@@ -106,6 +108,7 @@ public actor LookupServer {
         issuerNames = privacyPass.issuerNames
         issuanceLimiter = IssuanceLimiter(rates: config.issueRates)
         http = config.http ?? .init()
+        bodies = http.bodyBounds
         if let settings = config.gateway, settings.enabled ?? true {
             gateway = (settings, try settings.makeKeyRing(shared: shared != nil), settings.makeReplayCache())
             gatewayOrigin = settings.targets.flatMap { $0.isEmpty ? nil : OriginGatewayTarget(targets: $0, timeoutSeconds: settings.targetTimeoutSeconds ?? 30) }
@@ -241,15 +244,16 @@ public actor LookupServer {
     }
 
     /// The router of the public port: the PIR endpoints and the token issuer.
-    public nonisolated func makeRouter() -> Router<LookupRequestContext> {
+    public nonisolated func makeRouter(inFlight: InFlightLimitMiddleware? = nil) -> Router<LookupRequestContext> {
         let router = Router(context: LookupRequestContext.self)
-        LookupRoutes.add(to: router, api: api, metrics: metrics, verifier: verifier,
-                         budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20),
-                         maxInFlight: http.maxRequestsInFlight ?? 256, maxPerUser: http.maxRequestsPerUser ?? 4)
+        let inFlight = inFlight ?? http.inFlightLimit
+        LookupRoutes.add(to: router, api: api, metrics: metrics, verifier: verifier, bodies: bodies, inFlight: inFlight,
+                         maxPerUser: http.maxRequestsPerUser ?? 4)
+        let open = LookupRoutes.openGroup(of: router, bodies: bodies, inFlight: inFlight, metrics: metrics)
         if let issuerKeys {
-            PrivacyPassRoutes.add(to: router, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tier(of: token) }
+            PrivacyPassRoutes.add(to: open, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tier(of: token) }
         }
-        addProviderRoutes(to: router)
+        addProviderRoutes(to: open)
         return router
     }
 
@@ -257,7 +261,7 @@ public actor LookupServer {
     private nonisolated func tier(of userToken: String) -> String? { tiers.withLock { $0[userToken] } }
 
     /// The report, Call Directory and URL-filter routes that are configured.
-    private nonisolated func addProviderRoutes(to router: Router<LookupRequestContext>) {
+    private nonisolated func addProviderRoutes(to router: RouterGroup<LookupRequestContext>) {
         guard let reportStore else { return }
         if let reporterCredentials, let reports = provider.reports {
             ReportRoutes.add(to: router, settings: .init(store: reportStore, credentials: reporterCredentials, limiter: reportLimiter,
@@ -277,15 +281,18 @@ public actor LookupServer {
     /// and encapsulated requests, answered in-process through a router of their own (or by the configured
     /// targets).
     public nonisolated func makePublicRouter() -> Router<LookupRequestContext> {
-        let router = makeRouter()
+        let inFlight = http.inFlightLimit
+        let router = makeRouter(inFlight: inFlight)
         guard let gateway else { return router }
         let target: any GatewayTarget = gatewayOrigin ?? InProcessGatewayTarget(router: makeRouter(), logger: logger)
         var refresh: (@Sendable () async throws -> Void)?
         if let sharedStore { refresh = { [keys = gateway.keys] in _ = try await keys.ensure(sharedStore: sharedStore) } }
+        let sharedReplay = sharedStore.map { PostgresReplayStore(store: $0, window: gateway.replay.window) }
         ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: gateway.keys, replay: gateway.replay, target: target,
-                                                                         metrics: metrics, logger: logger, refresh: refresh),
+                                                                         metrics: metrics, logger: logger, refresh: refresh,
+                                                                         sharedReplay: sharedReplay, sizeClasses: gateway.settings.sizeClasses),
                                    keysPath: gateway.settings.keysPath, requestPath: gateway.settings.gatewayPath,
-                                   budget: .bodies(capacity: (http.maxBodyMegabytesInFlight ?? 256) << 20))
+                                   bodies: bodies, inFlight: inFlight, metrics: metrics)
         return router
     }
 

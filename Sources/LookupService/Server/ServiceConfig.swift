@@ -171,8 +171,14 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         public var adminHost: String?
         /// Port of the admin listener (default 9090; 0 picks a free one).
         public var adminPort: Int?
-        /// Request-body MiB the PIR endpoints hold at once; a request beyond is answered 503 unread (default 256).
+        /// Request-body MiB the public port holds at once, reserved as bodies arrive; a request beyond is answered
+        /// 503 (default 256).
         public var maxBodyMegabytesInFlight: Int?
+        /// Request-body MiB one connection holds at once (an HTTP/2 connection carries many streams; default 64).
+        public var maxBodyMegabytesPerConnection: Int?
+        /// Average bytes per second a request body must arrive at after a 2 s grace; a slower body's stream or
+        /// connection is closed (default 16384).
+        public var minBodyBytesPerSecond: Int?
         /// Queries waiting for compute at most, per compute slot; beyond, 503 at once (default 8).
         public var queuedQueriesPerSlot: Int?
         /// Requests the public port handles at once; beyond, 503 at once before any work (default 256).
@@ -244,8 +250,12 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         public var replayWindowSeconds: Int?
         /// Requests remembered at most for replay detection (default 1,000,000: about 100 MiB).
         public var maxReplayEntries: Int?
-        /// Seconds a forwarded request may take (default 30).
+        /// Seconds a forwarded request may take, its whole response included (default 30).
         public var targetTimeoutSeconds: Double?
+        /// Sizes, ascending, to which inner responses are zero-padded before they are sealed (RFC 9292 padding), so
+        /// that the relay, which knows the phone's address, cannot tell a refusal from an answer by its length;
+        /// beyond the largest, a multiple of it (default 1024, 4096, 16384, 65536; `[]` pads nothing).
+        public var responseSizeClasses: [Int]?
 
         /// Settings.
         public init(enabled: Bool? = nil, keyDirectory: String? = nil, keyLifetimeSeconds: Int? = nil, keyOverlapSeconds: Int? = nil,
@@ -392,6 +402,10 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         if let t = http?.requestTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.requestTimeoutSeconds \(t) out of range") }
         if let t = http?.handshakeTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.handshakeTimeoutSeconds \(t) out of range") }
         if let t = http?.queueTimeoutSeconds, !(t >= 0.01 && t <= 600) { throw ConfigError("http.queueTimeoutSeconds \(t) out of range") }
+        if let m = http?.maxBodyMegabytesPerConnection, m < 11 || m > 1 << 20 {
+            throw ConfigError("http.maxBodyMegabytesPerConnection \(m) out of range (at least 11: one largest body)")
+        }
+        if let r = http?.minBodyBytesPerSecond, r < 1 || r > 1 << 30 { throw ConfigError("http.minBodyBytesPerSecond \(r) out of range") }
         if let m = http?.maxBodyMegabytesInFlight, m < 10 || m > 1 << 20 {
             throw ConfigError("http.maxBodyMegabytesInFlight \(m) out of range (at least 10: one largest body)")
         }

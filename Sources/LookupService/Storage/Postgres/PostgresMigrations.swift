@@ -162,6 +162,11 @@ enum PostgresMigrations {
                                              entries integer NOT NULL, PRIMARY KEY (list, version))
             """,
         ]),
+        Migration(version: 6, name: "oblivious HTTP replay record", statements: [
+            // The encapsulated keys of requests any gateway opened, for the replay window (PostgresReplayStore).
+            "CREATE TABLE ohttp_replays (enc bytea PRIMARY KEY, seen_at double precision NOT NULL)",
+            "CREATE INDEX ohttp_replays_seen_at ON ohttp_replays (seen_at)",
+        ]),
     ]
 
     /// The newest version this build knows.

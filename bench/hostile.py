@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Hostile clients against one CallVeil listener, for `make overload` and the listener tests.
+
+Keeps COUNT sockets of one kind open against 127.0.0.1:PORT for SECONDS, opening a new one whenever the server
+closes one, and prints one JSON line of what they got:
+
+  silent   TCP connections that never send a byte
+  half     half a handshake: half a TLS ClientHello (tls), half the HTTP/2 preface (h2c) or half a request line
+  trickle  a complete handshake (TLS with ALPN h2, or h2c prior knowledge, or HTTP/1.1), then a POST to PATH
+           declaring a 100,000-byte body and sending one byte of it per second
+
+Protocols: http1, h2c, tls (certificate not verified: the test's own). Uses the h2 package (PyPI), as
+scripts/ohttp-client.py does; nothing of CallVeil's code. Loopback only.
+"""
+import argparse
+import json
+import socket
+import ssl
+import statistics
+import threading
+import time
+
+import h2.config
+import h2.connection
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--protocol", choices=["http1", "h2c", "tls"], default="http1")
+    p.add_argument("--mode", choices=["silent", "half", "trickle"], required=True)
+    p.add_argument("--count", type=int, default=50)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--path", default="/queries")
+    p.add_argument("--label", default="")
+    return p.parse_args()
+
+
+class Tally:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.opened = 0
+        self.closed_by_server = 0
+        self.connect_failures = 0
+        self.handshake_failures = 0
+        self.lifetimes = []
+        self.bytes_sent = 0
+        self.open_at_end = 0
+
+    def add(self, **kw):
+        with self.lock:
+            for k, v in kw.items():
+                setattr(self, k, getattr(self, k) + v)
+
+
+HALF_CLIENT_HELLO = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03])
+
+
+def closed(sock):
+    """Whether the peer closed (or reset) the connection; answers read are drained."""
+    try:
+        sock.setblocking(False)
+        data = sock.recv(65536)
+        return data == b""
+    except (BlockingIOError, ssl.SSLWantReadError):
+        return False
+    except (OSError, ssl.SSLError):
+        return True
+    finally:
+        try:
+            sock.setblocking(True)
+        except OSError:
+            pass
+
+
+def one(args, tally, deadline):
+    """One socket slot: open, hold in the chosen way, reopen when closed, until the deadline."""
+    while time.monotonic() < deadline:
+        try:
+            raw = socket.create_connection(("127.0.0.1", args.port), timeout=5)
+        except OSError:
+            tally.add(connect_failures=1)
+            time.sleep(0.5)
+            continue
+        tally.add(opened=1)
+        opened = time.monotonic()
+        sock = raw
+        conn = None
+        stream = None
+        try:
+            if args.mode == "half":
+                if args.protocol == "tls":
+                    raw.sendall(HALF_CLIENT_HELLO)
+                elif args.protocol == "h2c":
+                    raw.sendall(b"PRI * HTTP/2.0\r\n")
+                else:
+                    raw.sendall(b"POST " + args.path.encode() + b" HT")
+            elif args.mode == "trickle":
+                if args.protocol == "tls":
+                    context = ssl.create_default_context()
+                    context.check_hostname = False
+                    context.verify_mode = ssl.CERT_NONE
+                    context.set_alpn_protocols(["h2"])
+                    sock = context.wrap_socket(raw, server_hostname="localhost")
+                if args.protocol in ("tls", "h2c"):
+                    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+                    conn.initiate_connection()
+                    stream = conn.get_next_available_stream_id()
+                    conn.send_headers(stream, [(":method", "POST"), (":scheme", "https" if args.protocol == "tls" else "http"),
+                                               (":authority", "localhost"), (":path", args.path),
+                                               ("content-type", "message/ohttp-req" if "ohttp" in args.path else "application/protobuf"),
+                                               ("content-length", "100000"), ("user-agent", "hostile")])
+                    sock.sendall(conn.data_to_send())
+                else:
+                    sock.sendall(b"POST " + args.path.encode() + b" HTTP/1.1\r\nHost: localhost\r\nUser-Agent: hostile\r\n"
+                                 b"Content-Type: message/ohttp-req\r\nContent-Length: 100000\r\n\r\n")
+        except (OSError, ssl.SSLError):
+            tally.add(handshake_failures=1)
+            tally.add(closed_by_server=1, lifetimes=[time.monotonic() - opened])
+            try:
+                sock.close()
+            except OSError:
+                pass
+            continue
+        while time.monotonic() < deadline:
+            time.sleep(1)
+            if closed(sock):
+                tally.add(closed_by_server=1, lifetimes=[time.monotonic() - opened])
+                break
+            if args.mode == "trickle":
+                try:
+                    if conn is not None:
+                        conn.send_data(stream, b"x")
+                        sock.sendall(conn.data_to_send())
+                    else:
+                        sock.sendall(b"x")
+                    tally.add(bytes_sent=1)
+                except Exception:
+                    tally.add(closed_by_server=1, lifetimes=[time.monotonic() - opened])
+                    break
+        else:
+            tally.add(open_at_end=1)
+        try:
+            sock.close()
+        except OSError:
+            pass
+
+
+def main():
+    args = parse()
+    tally = Tally()
+    deadline = time.monotonic() + args.seconds
+    threads = [threading.Thread(target=one, args=(args, tally, deadline), daemon=True) for _ in range(args.count)]
+    for t in threads:
+        t.start()
+        time.sleep(0.005)
+    for t in threads:
+        t.join(args.seconds + 15)
+    closed_lives = sorted(tally.lifetimes)
+    print(json.dumps({
+        "label": args.label or f"{args.protocol} {args.mode} {args.path if args.mode == 'trickle' else ''}".strip(),
+        "protocol": args.protocol, "mode": args.mode, "sockets": args.count, "seconds": args.seconds,
+        "opened": tally.opened, "closed_by_server": tally.closed_by_server, "connect_failures": tally.connect_failures,
+        "handshake_failures": tally.handshake_failures, "bytes_sent": tally.bytes_sent, "open_at_end": tally.open_at_end,
+        "median_life_s": round(statistics.median(closed_lives), 2) if closed_lives else None,
+        "max_life_s": round(closed_lives[-1], 2) if closed_lives else None,
+    }), flush=True)
+
+
+if __name__ == "__main__":
+    main()
