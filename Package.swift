@@ -208,6 +208,7 @@ let package = Package(
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(

@@ -3,6 +3,8 @@ import Foundation
 import LookupClient
 import LookupProtocol
 import LookupService
+import Hummingbird
+import NIOEmbedded
 import ObliviousHTTP
 import ServiceTestSupport
 import ServiceLifecycle
@@ -283,6 +285,29 @@ struct ObliviousGatewayTests {
         try ring.rotate()
         let entries = ring.entries
         #expect(entries.count == 2 && entries[1].notAfter == time.now.addingTimeInterval(2 * day))
+    }
+
+    @Test("A key past its notAfter is refused when a request arrives, not only after the maintenance pass drops it")
+    func expiredKeyRefused() async throws {
+        let day = ManualClock.day
+        let time = ManualClock()
+        let ring = try GatewayKeyRing(directory: try temporaryDirectory() + "/gateway-keys", lifetime: 10 * day, overlap: 2 * day, clock: time.read)
+        try ring.ensure()
+        let router = Router(context: LookupRequestContext.self)
+        router.post("/config") { _, _ -> Response in Response(status: .ok) }
+        let gateway = ObliviousGateway(keys: ring, replay: GatewayReplayCache(clock: time.read),
+                                       target: InProcessGatewayTarget(router: router, logger: TestServer.logger), metrics: ServiceMetrics(),
+                                       logger: TestServer.logger)
+        let context = LookupRequestContext(source: .init(channel: EmbeddedChannel(), logger: TestServer.logger))
+        let config = try #require(try OHTTPKeyConfig.decodeList(ring.publishedConfigs).first)
+        let fresh = try OHTTPClientRequest(try Self.configRequest(token: nil), config: config)
+        #expect(await gateway.handle(fresh.encapsulated, contentType: ObliviousGateway.requestMediaType, context: context).status == 200)
+        // A client that cached the configuration sends after the key's end; the hourly pass has not run yet.
+        let late = try OHTTPClientRequest(try Self.configRequest(token: nil), config: config)
+        time.set(days: 10.5)
+        let answer = await gateway.handle(late.encapsulated, contentType: ObliviousGateway.requestMediaType, context: context)
+        #expect(answer.status == 400 && Self.problemType(answer.body) == "https://iana.org/assignments/http-problem-types#ohttp-key",
+                "a request to an expired key: \(answer.status)")
     }
 
     @Test("Keys in PostgreSQL: two gateways starting at once share one key; a rotation is decided once and seen by both")
