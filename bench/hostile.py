@@ -8,6 +8,8 @@ closes one, and prints one JSON line of what they got:
   half     half a handshake: half a TLS ClientHello (tls), half the HTTP/2 preface (h2c) or half a request line
   trickle  a complete handshake (TLS with ALPN h2, or h2c prior knowledge, or HTTP/1.1), then a POST to PATH
            declaring a 100,000-byte body and sending one byte of it per second
+  fill     (h2c or tls) one connection, COUNT streams each POSTing a body of STREAM_BYTES to PATH at full speed but
+           for its last byte, held open; prints the statuses the streams got within SECONDS
 
 Protocols: http1, h2c, tls (certificate not verified: the test's own). Uses the h2 package (PyPI), as
 scripts/ohttp-client.py does; nothing of CallVeil's code. Loopback only.
@@ -28,7 +30,8 @@ def parse():
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--protocol", choices=["http1", "h2c", "tls"], default="http1")
-    p.add_argument("--mode", choices=["silent", "half", "trickle"], required=True)
+    p.add_argument("--mode", choices=["silent", "half", "trickle", "fill"], required=True)
+    p.add_argument("--stream-bytes", type=int, default=4 << 20)
     p.add_argument("--count", type=int, default=50)
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--path", default="/queries")
@@ -146,8 +149,63 @@ def one(args, tally, deadline):
             pass
 
 
+def fill(args):
+    """One HTTP/2 connection holding COUNT nearly complete uploads; the statuses its streams got."""
+    import h2.events
+    raw = socket.create_connection(("127.0.0.1", args.port), timeout=30)
+    sock = raw
+    if args.protocol == "tls":
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        context.set_alpn_protocols(["h2"])
+        sock = context.wrap_socket(raw, server_hostname="localhost")
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    pending = {}
+    for _ in range(args.count):
+        stream = conn.get_next_available_stream_id()
+        conn.send_headers(stream, [(":method", "POST"), (":scheme", "https" if args.protocol == "tls" else "http"),
+                                   (":authority", "localhost"), (":path", args.path), ("content-type", "message/ohttp-req"),
+                                   ("content-length", str(args.stream_bytes)), ("user-agent", "hostile")])
+        pending[stream] = args.stream_bytes - 1
+    sock.sendall(conn.data_to_send())
+    statuses = {}
+    deadline = time.monotonic() + args.seconds
+    sock.settimeout(0.05)
+    while time.monotonic() < deadline:
+        for stream, left in list(pending.items()):
+            if stream in statuses or left <= 0:
+                continue
+            window = min(conn.local_flow_control_window(stream), conn.max_outbound_frame_size, left)
+            if window > 0:
+                conn.send_data(stream, b"\0" * window)
+                pending[stream] = left - window
+        sock.sendall(conn.data_to_send())
+        try:
+            data = sock.recv(65536)
+        except (socket.timeout, ssl.SSLWantReadError):
+            continue
+        if not data:
+            break
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+            elif isinstance(event, h2.events.StreamReset) and event.stream_id not in statuses:
+                statuses[event.stream_id] = "reset"
+        sock.sendall(conn.data_to_send())
+    sent = {s: args.stream_bytes - 1 - left for s, left in pending.items()}
+    print(json.dumps({"label": f"{args.protocol} fill {args.path}", "streams": args.count, "stream_bytes": args.stream_bytes,
+                      "statuses": [statuses.get(s, "none") for s in sorted(pending)],
+                      "sent": [sent[s] for s in sorted(pending)]}), flush=True)
+    sock.close()
+
+
 def main():
     args = parse()
+    if args.mode == "fill":
+        return fill(args)
     tally = Tally()
     deadline = time.monotonic() + args.seconds
     threads = [threading.Thread(target=one, args=(args, tally, deadline), daemon=True) for _ in range(args.count)]

@@ -139,6 +139,33 @@ struct ListenerLimitsTests {
         await server.stop()
     }
 
+    @Test("One HTTP/2 connection holds at most its share of the body budget (the gateway path); another connection is still read")
+    func perConnectionBodyBudget() async throws {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 30)
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases) { config in
+            config.http?.protocol = "h2c"
+            config.http?.maxBodyMegabytesPerConnection = 11
+            config.gateway = .init()
+        })
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let python = try #require(OHTTPInteropClient.command?.python, "run make deps")
+        let script = OHTTPInteropClient.packageRoot.appendingPathComponent("bench/hostile.py").path
+        // Four 4 MiB uploads on one connection, each held open before its last byte: the third crosses 11 MiB.
+        async let filled = runChildProcess(python, [script, "--port", "\(port)", "--protocol", "h2c", "--mode", "fill", "--count", "4",
+                                                    "--stream-bytes", "\(4 << 20)", "--seconds", "8", "--path", "/ohttp-gateway"],
+                                           mergeErrors: false)
+        try await Task.sleep(for: .seconds(3))
+        let (other, _) = try await runChildProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge",
+                                                                      "-X", "POST", "-H", "content-type: message/ohttp-req",
+                                                                      "--data-binary", "garbage", "\(server.url)/ohttp-gateway"], mergeErrors: false)
+        #expect(String(decoding: other, as: UTF8.self) == "400", "another connection is read and judged while the first holds its share")
+        let report = try JSONSerialization.jsonObject(with: try await filled.output) as? [String: Any]
+        let statuses = report?["statuses"] as? [String] ?? []
+        #expect(statuses.count == 4 && statuses.prefix(2).allSatisfy { $0 == "none" } && statuses.contains("503"), "\(statuses)")
+        await server.stop()
+    }
+
     @Test("Request bodies in flight are bounded by the bytes received, not declared: a trickler holds nothing, a large body holds what it sent, beyond the budget 503 with Retry-After")
     func bodyBudget() async throws {
         let server = try await Self.start {
