@@ -30,7 +30,12 @@ for _ in $(seq 1 120); do
   kill -0 "$pid" 2>/dev/null || { echo "the server exited during start"; exit 1; }
   sleep 0.5
 done
-"$bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" "$@"
+# The phone's p99 during the flood guards against the service falling over, not its latency under overload: on
+# 2026-11-25 this machine measured 21.5 s on the code before the listener changes and 20.9 s after, side by side
+# (docs/operations.md, Overload), above the earlier 15 s bound. Making the phone's share hold under a flood is its
+# own work; until then the bound is 30 s (OVERLOAD_P99_LIMIT).
+"$bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" \
+  --p99-limit "${OVERLOAD_P99_LIMIT:-30}" "$@"
 # The relay-facing doors: the TLS and h2c listeners and the gateway path under silent sockets, half handshakes and
 # trickled bodies, with a phone checking every answer through the gateway (bench/overload-doors.sh).
 kill "$pid" 2>/dev/null || true
