@@ -151,7 +151,7 @@ struct ListenerLimitsTests {
         let port = try #require(URLComponents(string: server.url)?.port)
         let python = try #require(OHTTPInteropClient.command?.python, "run make deps")
         let script = OHTTPInteropClient.packageRoot.appendingPathComponent("bench/hostile.py").path
-        // Four 4 MiB uploads on one connection, each held open before its last byte: the third crosses 11 MiB.
+        // Four 4 MiB uploads on one connection, each held open before its last byte: together they cross 11 MiB.
         async let filled = runChildProcess(python, [script, "--port", "\(port)", "--protocol", "h2c", "--mode", "fill", "--count", "4",
                                                     "--stream-bytes", "\(4 << 20)", "--seconds", "8", "--path", "/ohttp-gateway"],
                                            mergeErrors: false)
@@ -162,7 +162,9 @@ struct ListenerLimitsTests {
         #expect(String(decoding: other, as: UTF8.self) == "400", "another connection is read and judged while the first holds its share")
         let report = try JSONSerialization.jsonObject(with: try await filled.output) as? [String: Any]
         let statuses = report?["statuses"] as? [String] ?? []
-        #expect(statuses.count == 4 && statuses.prefix(2).allSatisfy { $0 == "none" } && statuses.contains("503"), "\(statuses)")
+        // The streams' bytes arrive interleaved, so which of them crosses the connection's 11 MiB is not fixed: two
+        // are held (8 MiB), the others refused.
+        #expect(statuses.count == 4 && statuses.filter { $0 == "none" }.count == 2 && statuses.filter { $0 == "503" }.count == 2, "\(statuses)")
         await server.stop()
     }
 
