@@ -181,11 +181,11 @@ struct ReportLoopTests {
         #expect(!metrics.contains("never logged"))
     }
 
-    /// The block answer of every number of the curated data, the feed's list and `extra`, looked up by a phone.
+    /// The block answer of the first curated numbers (blocked and not) and of `extra`, looked up by a phone.
     static func answers(_ loop: Loop, extra: [String]) async throws -> [String: [UInt8]?] {
         let device = loop.server.device()
         var answers: [String: [UInt8]?] = [:]
-        for number in loop.numbers.prefix(12) + extra { answers[number] = try await device.lookup(Array(number.utf8), in: "block") }
+        for number in Set(loop.numbers.prefix(4) + extra) { answers[number] = try await device.lookup(Array(number.utf8), in: "block") }
         return answers
     }
 
