@@ -59,6 +59,15 @@ class Tally:
 HALF_CLIENT_HELLO = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03])
 
 
+def tls(raw):
+    """The socket wrapped in TLS offering ALPN h2 (the test certificate is not verified)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    return context.wrap_socket(raw, server_hostname="localhost")
+
+
 def closed(sock):
     """Whether the peer closed (or reset) the connection; answers read are drained."""
     try:
@@ -100,11 +109,7 @@ def one(args, tally, deadline):
                     raw.sendall(b"POST " + args.path.encode() + b" HT")
             elif args.mode == "trickle":
                 if args.protocol == "tls":
-                    context = ssl.create_default_context()
-                    context.check_hostname = False
-                    context.verify_mode = ssl.CERT_NONE
-                    context.set_alpn_protocols(["h2"])
-                    sock = context.wrap_socket(raw, server_hostname="localhost")
+                    sock = tls(raw)
                 if args.protocol in ("tls", "h2c"):
                     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
                     conn.initiate_connection()
@@ -155,11 +160,7 @@ def fill(args):
     raw = socket.create_connection(("127.0.0.1", args.port), timeout=30)
     sock = raw
     if args.protocol == "tls":
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        context.set_alpn_protocols(["h2"])
-        sock = context.wrap_socket(raw, server_hostname="localhost")
+        sock = tls(raw)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
