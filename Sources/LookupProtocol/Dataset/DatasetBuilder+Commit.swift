@@ -106,7 +106,7 @@ extension DatasetBuilder {
         }
         let stagingPrefix = ".\(stem).staging-"
         for name in names where name.hasPrefix(stagingPrefix) {
-            guard let pid = Int32(name.dropFirst(stagingPrefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            guard let pid = Int32(name.dropFirst(stagingPrefix.count)), Self.isGone(pid) else { continue }
             try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
         }
     }
@@ -117,8 +117,7 @@ extension DatasetBuilder {
     func isDatasetFile(_ name: String) -> Bool {
         let manifestTemporary = "\(DatasetManifest.fileName(stem: stem)).tmp-"
         if name.hasPrefix(manifestTemporary) {
-            guard let pid = Int32(name.dropFirst(manifestTemporary.count)) else { return false }
-            return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
+            return Int32(name.dropFirst(manifestTemporary.count)).map(Self.isGone) ?? false
         }
         if name.hasPrefix("\(stem).") {
             let rest = name.dropFirst(stem.count + 1)
@@ -134,6 +133,11 @@ extension DatasetBuilder {
         var kind = parts[1]
         if let dot = kind.firstIndex(of: "."), Self.isHashTag(kind[..<dot]) { kind = kind[kind.index(after: dot)...] }
         return ["cvshard", "params.txtpb", "params.binpb", "rows", "bin"].contains(String(kind))
+    }
+
+    /// Whether process `pid` (the writer of a staging folder or a temporary manifest) no longer runs.
+    static func isGone(_ pid: Int32) -> Bool {
+        pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
     }
 
     /// Whether `text` is the 16 hex digits of a content-addressed name.

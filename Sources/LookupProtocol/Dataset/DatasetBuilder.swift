@@ -114,7 +114,7 @@ public struct DatasetBuilder: Sendable {
         let writers = try (0..<engine.shardCount).map { try SpillWriter(path: "\(staging)/spill-\($0)") }
         var problems: [DatasetError.LineProblem] = []
         let progress = self.progress
-        let listed = Dictionary(uniqueKeysWithValues: (overlay?.entries ?? []).enumerated().map { ($1.hash, $0) })
+        let listed = overlay?.indexByHash ?? [:]
         let forced = overlay?.forcedValue ?? []
         var curated: [Int: [UInt8]] = [:]
         let input = try KeywordRowSource.forEachRow(path: path, progress: { progress("read", $0, $1) }) { line, keyword, value in
@@ -171,7 +171,7 @@ public struct DatasetBuilder: Sendable {
         var overlay = try previous.manifest.readOverlay(directory: previous.directory)
         var dataEntries = delta.entries
         if var applied = overlay {
-            let listed = Dictionary(uniqueKeysWithValues: applied.entries.enumerated().map { ($1.hash, $0) })
+            let listed = applied.indexByHash
             dataEntries = []
             for entry in delta.entries {
                 guard let i = listed[entry.hash] else { dataEntries.append(entry); continue }
@@ -183,10 +183,7 @@ public struct DatasetBuilder: Sendable {
             }
             overlay = applied
         }
-        var perShard: [Int: [DatasetDelta.Entry]] = [:]
-        for entry in dataEntries {
-            perShard[engine.sharding.shardIndex(keywordHash: entry.hash, shardCount: engine.shardCount), default: []].append(entry)
-        }
+        let perShard = Self.byShard(dataEntries, engine: engine)
         // The largest value after the delta is at most the previous largest or a new one; shards keep their bucket
         // budget while that bound fits it.
         var maxValue = previous.manifest.maxValueLength
@@ -235,14 +232,16 @@ public struct DatasetBuilder: Sendable {
         }
         let staging = try makeStaging()
         defer { try? FileManager.default.removeItem(atPath: staging) }
-        var perShard: [Int: [DatasetDelta.Entry]] = [:]
-        for entry in entries {
-            perShard[engine.sharding.shardIndex(keywordHash: entry.hash, shardCount: engine.shardCount), default: []].append(entry)
-        }
+        let perShard = Self.byShard(entries, engine: engine)
         let sources = previous.manifest.shards.map { RowSource.delta(perShard[$0.index] ?? []) }
         let overlay = DatasetOverlay(list: list, version: version, value: value, entries: next)
         return try finish(sources: sources, maxValueLength: max(previous.manifest.maxValueLength, value.count), previous: previous,
                           staging: staging, input: previous.manifest.input, delta: nil, overlay: overlay, readSeconds: 0)
+    }
+
+    /// Delta entries grouped by the shard of their keyword.
+    static func byShard(_ entries: [DatasetDelta.Entry], engine: ProcessingOptions) -> [Int: [DatasetDelta.Entry]] {
+        Dictionary(grouping: entries) { engine.sharding.shardIndex(keywordHash: $0.hash, shardCount: engine.shardCount) }
     }
 
     /// The present values of `hashes` in `previous`, read from the shards that hold them.

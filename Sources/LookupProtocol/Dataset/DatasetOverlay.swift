@@ -50,6 +50,9 @@ public struct DatasetOverlay: Codable, Sendable, Equatable {
     /// The listed keywords.
     public var keywords: Set<String> { Set(entries.map(\.keyword)) }
 
+    /// Each entry's index by its keyword's hash.
+    var indexByHash: [UInt64: Int] { Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.hash, $0) }) }
+
     /// The overlay's file bytes: pretty JSON, keys sorted.
     func encoded() throws -> [UInt8] {
         let encoder = JSONEncoder()

@@ -78,9 +78,16 @@ public final class ConnectionGuard: Sendable {
         activity?.timer?.cancel()
     }
 
-    /// The connection a request channel belongs to: itself (HTTP/1.1) or its parent (an HTTP/2 stream).
+    /// The connection a request channel belongs to: the channel of an HTTP/1.1 request, the parent of an HTTP/2
+    /// stream (whose parent is itself a child of the listener).
+    static func connection(of channel: any Channel) -> ObjectIdentifier {
+        if let parent = channel.parent, parent.parent != nil { return ObjectIdentifier(parent) }
+        return ObjectIdentifier(channel)
+    }
+
+    /// The activity of the connection a request channel belongs to.
     func activity(of channel: any Channel) -> Activity? {
-        state.withLock { s in s.connections[ObjectIdentifier(channel)] ?? channel.parent.flatMap { s.connections[ObjectIdentifier($0)] } }
+        state.withLock { $0.connections[Self.connection(of: channel)] }
     }
 
     /// A request's headers arrived on `channel` (a connection or an HTTP/2 stream).

@@ -55,7 +55,7 @@ public struct BodyAdmissionMiddleware: RouterMiddleware {
                        next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
         let declared = request.headers[.contentLength].flatMap { Int($0) }
         if let declared, declared > limit { return try refuse(.tooLarge(limit: limit)) }
-        let connection = ConnectionBudgets.connection(of: context.channel)
+        let connection = ConnectionGuard.connection(of: context.channel)
         let held = Held(bounds: bounds, connection: connection)
         defer { held.releaseAll() }
         let expected = min(declared ?? limit, limit)
@@ -142,13 +142,6 @@ public final class ConnectionBudgets: Sendable {
 
     /// Budgets of `capacity` bytes per connection.
     public init(capacity: Int) { self.capacity = max(capacity, 1) }
-
-    /// The connection a request channel belongs to: the channel of an HTTP/1.1 request, the parent of an HTTP/2
-    /// stream (whose parent is itself a child of the listener).
-    static func connection(of channel: any Channel) -> ObjectIdentifier {
-        if let parent = channel.parent, parent.parent != nil { return ObjectIdentifier(parent) }
-        return ObjectIdentifier(channel)
-    }
 
     func tryReserve(_ units: Int, for connection: ObjectIdentifier) -> Bool {
         used.withLock { used in
