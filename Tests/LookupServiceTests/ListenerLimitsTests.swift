@@ -58,6 +58,27 @@ struct ListenerLimitsTests {
         await server.stop()
     }
 
+    @Test("An upload refused on its headers (too large) gets its 413, not a reset, and a body that then ends keeps the connection")
+    func earlyAnswerLingers() async throws {
+        let server = try await Self.start { $0.privacyPass = .init(enabled: false) }
+        let device = [("User-Identifier", "u1"), ("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2")]
+        let oversized = [UInt8](repeating: 0, count: LookupRequestContext.maxBodyBytes + 1)
+        for i in 0..<3 {
+            // The client is still sending when the answer comes; closing at once resets the socket under it.
+            let answer = try await server.http.send(path: "/key", headers: device, body: oversized)
+            #expect(answer.status == 413, "upload \(i): \(answer.status)")
+        }
+        // A refused request whose (small) body then arrives leaves the connection serving its next request.
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let connection = try RawConnection(port: port)
+        connection.send("POST /key HTTP/1.1\r\nHost: x\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\nContent-Length: 3\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(300))
+        connection.send("abcPOST /key HTTP/1.1\r\nHost: x\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\nContent-Length: 0\r\n\r\n")
+        let text = String(decoding: await connection.read(seconds: 3).bytes, as: UTF8.self)
+        #expect(text.components(separatedBy: "HTTP/1.1 400").count - 1 == 2, "\(text.prefix(400))")
+        await server.stop()
+    }
+
     @Test("Connections beyond the cap wait until one closes (the cap held by clients that were answered, idle for the timeout)")
     func connectionCap() async throws {
         let server = try await Self.start { $0.http?.maxConnections = 2; $0.http?.requestTimeoutSeconds = 3 }

@@ -81,8 +81,13 @@ public final class ConnectionGuard: Sendable {
     /// The connection a request channel belongs to: the channel of an HTTP/1.1 request, the parent of an HTTP/2
     /// stream (whose parent is itself a child of the listener).
     static func connection(of channel: any Channel) -> ObjectIdentifier {
-        if let parent = channel.parent, parent.parent != nil { return ObjectIdentifier(parent) }
+        if isStream(channel), let parent = channel.parent { return ObjectIdentifier(parent) }
         return ObjectIdentifier(channel)
+    }
+
+    /// Whether a request channel is an HTTP/2 stream (a child of a connection) rather than an HTTP/1.1 connection.
+    static func isStream(_ channel: any Channel) -> Bool {
+        channel.parent?.parent != nil
     }
 
     /// The activity of the connection a request channel belongs to.

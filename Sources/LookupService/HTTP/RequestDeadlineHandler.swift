@@ -6,8 +6,10 @@ import NIOHTTPTypes
 /// or body) and idle keep-alive connections cannot hold a socket longer than that; a request being computed is not
 /// affected (its own deadline bounds it). It also tells the connection's `ConnectionGuard` when a request starts and
 /// ends, so the guard knows which connections are idle. A response sent before its request's body has ended (a
-/// refusal on the headers, an unknown route) closes the connection (or the HTTP/2 stream) once written: the rest of
-/// the body is not wanted, and a client trickling it must not keep the socket.
+/// refusal on the headers, an unknown route) closes the HTTP/2 stream once written. An HTTP/1.1 connection lingers
+/// instead, reading and discarding the rest of the body (closing at once would reset a socket with unread bytes, and
+/// the client could lose the response it has not read yet): it closes when no byte arrives for `linger` or the
+/// request timeout passes, and serves its next request if the body ends first.
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -20,6 +22,9 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var timer: Scheduled<Void>?
     private var inRequest = false
     private var bodyEnded = true
+    private var lingerDeadline: NIODeadline?
+    /// How long a lingering HTTP/1.1 connection waits for the next byte of a body it answered early.
+    static let linger = TimeAmount.seconds(2)
 
     init(timeout: TimeAmount, connectionGuard: ConnectionGuard? = nil, onTimeout: @escaping @Sendable () -> Void = {}) {
         self.timeout = timeout
@@ -44,8 +49,16 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
             }
         case .end:
             bodyEnded = true
+            if lingerDeadline != nil {
+                // The early-answered body is complete: the connection serves its next request as usual.
+                lingerDeadline = nil
+                arm(context)
+                context.fireChannelRead(data)
+                return
+            }
             disarm()
-        case .body: break
+        case .body:
+            if let lingerDeadline { armLinger(context, until: lingerDeadline) }
         }
         context.fireChannelRead(data)
     }
@@ -59,7 +72,13 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
             if !bodyEnded {
                 let written = promise ?? context.eventLoop.makePromise()
                 let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-                written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+                if ConnectionGuard.isStream(context.channel) {
+                    written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+                } else {
+                    let deadline = NIODeadline.now() + timeout
+                    lingerDeadline = deadline
+                    armLinger(context, until: deadline)
+                }
                 context.writeAndFlush(data, promise: written)
                 return
             }
@@ -80,14 +99,19 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         connectionGuard?.requestEnded(on: context.channel)
     }
 
-    private func arm(_ context: ChannelHandlerContext) {
+    private func arm(_ context: ChannelHandlerContext, in delay: TimeAmount? = nil) {
         disarm()
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        let onTimeout = self.onTimeout
-        timer = context.eventLoop.scheduleTask(in: timeout) {
+        let onTimeout = delay == nil ? self.onTimeout : {}
+        timer = context.eventLoop.scheduleTask(in: delay ?? timeout) {
             onTimeout()
             loopBound.value.close(promise: nil)
         }
+    }
+
+    /// Closes the lingering connection after `linger` without a byte, and at `deadline` whatever arrives.
+    private func armLinger(_ context: ChannelHandlerContext, until deadline: NIODeadline) {
+        arm(context, in: min(Self.linger, max(deadline - .now(), .zero)))
     }
 
     private func disarm() {
