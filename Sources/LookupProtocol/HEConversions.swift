@@ -75,6 +75,16 @@ extension Apple_SwiftHomomorphicEncryption_V1_SerializedEvaluationKey {
         let relin = try relinKey.relinKey.native()
         return SerializedEvaluationKey(galoisKeys: galois, relinearizationKey: relin.isEmpty ? nil : relin)
     }
+
+    /// The evaluation key this message holds, checked against `context`: the one way a message becomes a key.
+    public func evaluationKey(context: Context) throws -> EvaluationKey {
+        try EvaluationKey(deserialize: try native(), context: context)
+    }
+
+    /// The evaluation key in a serialized `SerializedEvaluationKey` message (as stored and as sent to workers).
+    public static func evaluationKey(serialized: [UInt8], context: Context) throws -> EvaluationKey {
+        try Self(serializedBytes: serialized).evaluationKey(context: context)
+    }
 }
 
 extension Apple_SwiftHomomorphicEncryption_V1_EncryptionParameters {

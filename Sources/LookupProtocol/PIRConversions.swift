@@ -92,3 +92,24 @@ extension Apple_SwiftHomomorphicEncryption_Api_Pir_V1_PIRResponse {
         }
     }
 }
+
+extension Apple_SwiftHomomorphicEncryption_Pir_V1_PirParameters {
+    /// The per-shard parameters file as the reference's processing tool writes it.
+    public init(_ parameters: MulPirParameters, sharding: ShardingFunction, keyConfig: EvaluationKeyConfigMessage) {
+        self.init()
+        encryptionParameters = .init(parameters.encryption)
+        numEntries = UInt64(parameters.entryCount)
+        entrySize = UInt64(parameters.entrySize)
+        dimensions = parameters.dimensions.map { UInt64($0) }
+        keywordPirParams = .with {
+            $0.numHashFunctions = UInt64(parameters.batchSize)
+            $0.shardingFunction = .init(sharding)
+        }
+        algorithm = .mulPir
+        batchSize = UInt64(parameters.batchSize)
+        evaluationKeyConfig = keyConfig
+    }
+}
+
+/// The generated `EvaluationKeyConfig` message.
+public typealias EvaluationKeyConfigMessage = Apple_SwiftHomomorphicEncryption_V1_EvaluationKeyConfig

@@ -4,6 +4,7 @@ import LookupClient
 import LookupProtocol
 import PIR
 import BFV
+import Dataset
 
 /// The bench's dataset: numbers with block decisions and identities of a chosen size, processed into shards,
 /// and the truth the answers are checked against.

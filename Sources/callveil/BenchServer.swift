@@ -4,7 +4,9 @@ import Hummingbird
 import Logging
 import PIR
 import LookupCluster
+import LookupDeployment
 import LookupService
+import LookupWorker
 import ServiceLifecycle
 
 /// The service the bench starts: an embedded coordinator with `workers` workers over inproc (0: in-process

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import LookupCluster
+import LookupEngine
 import LookupService
 import ZeroMQ
 

@@ -27,11 +27,11 @@ struct KeyMemoryCommand: ParsableCommand {
         let key = try EvaluationKey(config: shard.evaluationKeyConfig, secretKey: SecretKey(context: context))
         let serialized: [UInt8] = try ProtoEvaluationKey(key.serialize()).serializedBytes()
         // One parse first, so the code paths and their first allocations are not counted.
-        _ = try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context)
+        _ = try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: context)
         let before = RSSSampler.rss(getpid()) ?? 0
         var kept: [EvaluationKey] = []
         for _ in 0..<count {
-            kept.append(try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context))
+            kept.append(try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: context))
         }
         let after = RSSSampler.rss(getpid()) ?? 0
         let charged = kept.reduce(0) { $0 + $1.memoryBytes }

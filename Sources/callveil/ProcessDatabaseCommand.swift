@@ -1,5 +1,6 @@
 import ArgumentParser
 import BFV
+import Dataset
 import Dispatch
 import Foundation
 import LookupProtocol

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dataset
 import Foundation
 import LookupClient
 import LookupProtocol

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import Foundation
 import LookupCluster
+import LookupDeployment
 import LookupService
 
 /// `callveil serve`: the single-host service: the PIR endpoints and the token issuer on `--host:--port`, `/healthz`

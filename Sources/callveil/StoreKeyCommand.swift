@@ -1,5 +1,6 @@
 import ArgumentParser
 import LookupService
+import LookupStorage
 
 /// `callveil store-key`: a new key-encryption key for the shared store (every coordinator needs the same file).
 struct StoreKeyCommand: ParsableCommand {

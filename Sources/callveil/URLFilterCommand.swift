@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LookupProtocol
+import URLFilter
 
 /// `callveil url-filter build`: a URL list to the URL-filter use case's keyword database and Bloom prefilter.
 struct URLFilterCommand: ParsableCommand {

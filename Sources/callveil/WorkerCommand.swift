@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import LookupCluster
 import LookupService
+import LookupWorker
 import ServiceLifecycle
 import UnixSignals
 import ZeroMQ

@@ -2,8 +2,10 @@ import Cluster
 import Foundation
 import LookupClient
 import LookupCluster
+import LookupEngine
 import LookupProtocol
 import LookupService
+import LookupWorker
 import PIR
 import ServiceTestSupport
 import Synchronization

@@ -1,4 +1,5 @@
 import LookupCluster
+import LookupWorker
 import Testing
 
 /// A worker's coordinators from its command line: addresses and in-process endpoints kept, names with several

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import LookupCluster
+import LookupEngine
 import LookupService
 import ServiceTestSupport
 import Synchronization

@@ -2,6 +2,7 @@ import Cluster
 import Foundation
 import LookupCluster
 import LookupProtocol
+import LookupWorker
 import PIR
 import ServiceTestSupport
 import Testing

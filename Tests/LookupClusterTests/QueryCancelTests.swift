@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import LookupClient
 import LookupCluster
+import LookupEngine
 import LookupProtocol
 import LookupService
 import ServiceTestSupport

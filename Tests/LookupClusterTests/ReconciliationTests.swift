@@ -2,8 +2,10 @@ import Cluster
 import Foundation
 import LookupClient
 import LookupCluster
+import LookupDeployment
 import LookupProtocol
 import LookupService
+import LookupWorker
 import ServiceTestSupport
 import Synchronization
 import Testing

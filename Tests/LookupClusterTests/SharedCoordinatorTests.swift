@@ -1,9 +1,13 @@
 import Cluster
+import Dataset
 import Foundation
 import LookupClient
 import LookupCluster
+import LookupEngine
 import LookupProtocol
 import LookupService
+import LookupStorage
+import LookupWorker
 import PostgresNIO
 import ServiceTestSupport
 import Synchronization

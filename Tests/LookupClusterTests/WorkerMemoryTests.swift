@@ -2,6 +2,7 @@ import Foundation
 import LookupClient
 import LookupCluster
 import LookupService
+import LookupWorker
 import ServiceTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import BFV
 import ConformanceSupport
+import Dataset
 import Foundation
 import LookupProtocol
 import PIR

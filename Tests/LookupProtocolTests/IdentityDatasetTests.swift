@@ -1,4 +1,5 @@
 import ConformanceSupport
+import Dataset
 import Foundation
 import LookupProtocol
 import Testing

@@ -1,3 +1,4 @@
+import Dataset
 import LookupProtocol
 import Testing
 

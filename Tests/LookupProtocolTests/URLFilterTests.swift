@@ -2,6 +2,7 @@ import ConformanceSupport
 import Foundation
 import LookupProtocol
 import Testing
+import URLFilter
 
 /// The URL filter's building blocks against published vectors, and the prefilter's false-positive rate measured.
 @Suite("URL filter: normalization, Punycode, Bloom prefilter")

@@ -1,6 +1,7 @@
 import Foundation
 import LookupClient
 import LookupCluster
+import LookupDeployment
 import LookupProtocol
 import LookupService
 import ServiceTestSupport

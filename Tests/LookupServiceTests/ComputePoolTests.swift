@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LookupEngine
 import LookupService
 import ServiceTestSupport
 import Synchronization

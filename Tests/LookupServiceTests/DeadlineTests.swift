@@ -1,4 +1,5 @@
 import Foundation
+import LookupEngine
 @testable import LookupService
 import ServiceTestSupport
 import Synchronization

@@ -1,6 +1,8 @@
 import Foundation
 import GRDB
+import LookupEngine
 import LookupService
+import LookupStorage
 import ServiceTestSupport
 import Synchronization
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import LookupService
+import LookupStorage
 import PostgresNIO
 import ServiceTestSupport
 import Synchronization

@@ -1,4 +1,6 @@
+import Dataset
 import Foundation
+import LookupEngine
 import LookupProtocol
 import LookupService
 import PIR

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LookupService
+import LookupStorage
 import ServiceTestSupport
 import Testing
 

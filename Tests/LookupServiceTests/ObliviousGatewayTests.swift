@@ -4,6 +4,8 @@ import LookupClient
 import LookupProtocol
 import LookupService
 import Hummingbird
+import LookupEngine
+import LookupStorage
 import NIOEmbedded
 import ObliviousHTTP
 import ServiceTestSupport

@@ -2,8 +2,10 @@ import Foundation
 import LookupClient
 import LookupProtocol
 import LookupService
+import Reports
 import ServiceTestSupport
 import Testing
+import URLFilter
 
 /// Every report endpoint's refusals, each with its status and error code, and nothing stored for any of them.
 @Suite("Report endpoints: bad input")

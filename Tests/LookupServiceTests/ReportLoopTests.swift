@@ -1,8 +1,10 @@
 import ConformanceSupport
+import Dataset
 import Foundation
 import LookupClient
 import LookupProtocol
 import LookupService
+import Reports
 import ServiceTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import LookupService
+import Reports
 import ServiceTestSupport
 import Testing
 

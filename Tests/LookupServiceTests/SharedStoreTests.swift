@@ -4,6 +4,7 @@ import Logging
 import LookupClient
 import LookupProtocol
 import LookupService
+import LookupStorage
 import PostgresNIO
 import ServiceTestSupport
 import Testing

@@ -1,9 +1,11 @@
+import Dataset
 import Foundation
 import LookupClient
 import LookupProtocol
 import LookupService
 import ServiceTestSupport
 import Testing
+import URLFilter
 
 /// The URL-filter use case end to end: a URL list processed, served by the same PIR service, queried by a phone
 /// (listed and unlisted URLs, each answer decrypted), and the prefilter downloaded and checked.

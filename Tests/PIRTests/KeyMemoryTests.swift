@@ -13,7 +13,7 @@ struct KeyMemoryTests {
         let (shard, context) = try smallBlockShard()
         let key = try EvaluationKey(config: shard.evaluationKeyConfig, secretKey: SecretKey(context: context))
         let serialized: [UInt8] = try ProtoEvaluationKey(key.serialize()).serializedBytes()
-        let parsed = try EvaluationKey(deserialize: try ProtoEvaluationKey(serializedBytes: serialized).native(), context: context)
+        let parsed = try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: context)
         let polynomials = parsed.galoisKeys.values.flatMap(\.ciphertexts).flatMap(\.polys)
         #expect(!polynomials.isEmpty)
         let wide = polynomials.reduce(0) { $0 + $1.data.count * 8 }

@@ -1,3 +1,4 @@
+import Dataset
 import LookupClient
 import LookupProtocol
 

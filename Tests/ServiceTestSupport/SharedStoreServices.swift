@@ -1,5 +1,6 @@
 import Foundation
 import LookupService
+import LookupStorage
 import PostgresNIO
 
 /// A dataset and `count` service configs, each in a directory of its own (its own SQLite files and issuer-key

@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
 import Logging
+import LookupEngine
 import LookupService
+import LookupStorage
 import Testing
 
 /// The store implementations the store tests run the same bodies against: SQLite (embedded) and PostgreSQL

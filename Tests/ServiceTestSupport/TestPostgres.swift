@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import LookupService
+import LookupStorage
 import PostgresNIO
 #if canImport(Glibc)
 import Glibc

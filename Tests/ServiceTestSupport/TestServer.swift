@@ -2,7 +2,9 @@ import Foundation
 import Hummingbird
 import Logging
 import LookupClient
+import LookupEngine
 import LookupService
+import LookupStorage
 import ServiceLifecycle
 import Synchronization
 

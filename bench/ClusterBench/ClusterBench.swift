@@ -2,12 +2,15 @@
 // workers, shard transfer rate and the LZ4 ratio of the compact form. Release build: bench/run-cluster-bench.sh.
 import BFV
 import Cluster
+import Dataset
 import Foundation
 import LZ4
 import Logging
 import LookupCluster
+import LookupEngine
 import LookupProtocol
-import LookupService
+import LookupStorage
+import LookupWorker
 import PIR
 import ZeroMQ
 
@@ -39,8 +42,7 @@ struct ClusterBench {
         let t0 = now()
         try DatabaseProcessingJob(options: options, outputStem: "\(directory)/block/shard").run(rows: keywordRows)
         print("processed \(rows) rows into \(shardCount) shards in \(String(format: "%.1f", now() - t0)) s")
-        let useCase = ServiceConfig.UseCase(name: "bench.block", fileStem: "\(directory)/block/shard")
-        let loaded = try UseCaseLoader.load(useCase)
+        let loaded = try UseCaseLoader.load(name: "bench.block", fileStem: "\(directory)/block/shard", shardCount: nil, manifest: nil)
         let configuration = loaded.version.configuration
         let context = loaded.version.context
 
@@ -56,7 +58,7 @@ struct ClusterBench {
         for i in 0..<queriesPerRun {
             let keyword = keywordRows[(i * 7919) % rows].keyword
             let (shard, query) = try client.generateQuery(keyword: keyword, secretKey: secretKey)
-            built.append((ShardQuery(useCase: useCase.name, configID: configuration.configID, shardIndex: shard,
+            built.append((ShardQuery(useCase: loaded.version.name, configID: configuration.configID, shardIndex: shard,
                                        query: ProtoEncryptedIndices(query, pirCalls: configuration.shards[shard].batchSize),
                                        key: .stored(user: "bench", identifier: configuration.keyConfigHash, timestamp: 1)), keyword))
         }

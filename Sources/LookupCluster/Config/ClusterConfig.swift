@@ -1,5 +1,6 @@
 import Foundation
-import LookupService
+import LookupEngine
+import LookupWorker
 import Yams
 import ZeroMQ
 

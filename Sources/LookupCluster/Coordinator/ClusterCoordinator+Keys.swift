@@ -1,7 +1,8 @@
 import Cluster
 import Foundation
+import LookupEngine
 import LookupProtocol
-import LookupService
+import LookupWorker
 
 extension ClusterCoordinator {
     /// Pushes a key just stored to the live workers placed to serve a shard of its key config (only they can use

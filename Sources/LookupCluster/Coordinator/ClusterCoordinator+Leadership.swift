@@ -1,6 +1,6 @@
 import Cluster
 import Foundation
-import LookupService
+import LookupEngine
 
 extension ClusterCoordinator {
     /// Whether this coordinator decides placement now. Every coordinator answers queries; only the leader

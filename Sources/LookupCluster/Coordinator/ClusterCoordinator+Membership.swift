@@ -1,6 +1,7 @@
 import Cluster
 import LookupProtocol
-import LookupService
+import LookupEngine
+import LookupWorker
 
 extension ClusterCoordinator {
     /// A heartbeat: validates it, records the worker's actual state (a new incarnation means it restarted: its

@@ -1,7 +1,8 @@
 import Cluster
 import Foundation
+import LookupEngine
 import LookupProtocol
-import LookupService
+import LookupWorker
 import PIR
 
 extension ClusterCoordinator {

@@ -1,7 +1,7 @@
 import Cluster
 import Foundation
+import LookupEngine
 import LookupProtocol
-import LookupService
 
 extension ClusterCoordinator {
     public func execute(_ query: ShardQuery) async throws -> ProtoPIRResponse {
@@ -28,7 +28,7 @@ extension ClusterCoordinator {
                                                  until: min(deadline, ContinuousClock.now + options.queueTimeout))
                 if case .busy = choice {
                     options.metrics?.increment("callveil_cluster_queries_shed_total")
-                    throw LookupError.unavailable("Server busy: no replica had capacity in time")
+                    throw EngineError(.overloaded, "Server busy: no replica had capacity in time")
                 }
             }
             guard case .reserved(let worker, let id) = choice else { break }
@@ -42,7 +42,7 @@ extension ClusterCoordinator {
                 continue  // lost or restarted before answering: the next replica
             }
         }
-        throw LookupError(.serviceUnavailable, "No replica of shard \(shard.shard) is available; retry later")
+        throw EngineError(.unavailable, "No replica of shard \(shard.shard) is available; retry later")
     }
 
     enum Reservation {
@@ -85,7 +85,7 @@ extension ClusterCoordinator {
         }
         guard let outcome else {
             options.metrics?.increment("callveil_cluster_queries_shed_total")
-            throw LookupError.unavailable("Server busy: every replica is at capacity")
+            throw EngineError(.overloaded, "Server busy: every replica is at capacity")
         }
         if Task.isCancelled {
             if case .reserved(let worker, _) = outcome { release(worker) }
@@ -131,7 +131,7 @@ extension ClusterCoordinator {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let registered = state.withLock { s -> (any Error)? in
-                    guard !s.stopped else { return LookupError(.serviceUnavailable, "coordinator stopping") }
+                    guard !s.stopped else { return EngineError(.unavailable, "coordinator stopping") }
                     guard !Task.isCancelled else { return CancellationError() }
                     s.pending[id] = Pending(continuation: continuation, worker: worker)
                     return nil
@@ -193,7 +193,7 @@ extension ClusterCoordinator {
         case .none:
             continuation.resume(returning: reply.response)
         case let code where !code.isRetryable:
-            continuation.resume(throwing: code.lookupError(message: reply.errorMessage))
+            continuation.resume(throwing: code.engineError(message: reply.errorMessage))
         default:
             continuation.resume(throwing: WorkerFailure(reason: "\(reply.errorCode)"))
         }

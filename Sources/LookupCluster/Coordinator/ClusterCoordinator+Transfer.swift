@@ -1,6 +1,7 @@
 import Cluster
 import Foundation
 import LookupProtocol
+import LookupWorker
 
 extension ClusterCoordinator {
     /// Sends the chunk a worker asked for, if the request names desired content at an offset inside it.

@@ -1,8 +1,9 @@
 import Cluster
 import Foundation
 import Logging
+import LookupEngine
 import LookupProtocol
-import LookupService
+import LookupWorker
 import Synchronization
 import ZeroMQ
 
@@ -148,7 +149,7 @@ public final class ClusterCoordinator: ShardExecutor {
             defer { s.pending.removeAll() }
             return (Array(s.pending.values), s.line.removeAll())
         }
-        for p in pending { p.continuation?.resume(throwing: LookupError(.serviceUnavailable, "coordinator stopping")) }
+        for p in pending { p.continuation?.resume(throwing: EngineError(.unavailable, "coordinator stopping")) }
         for waiter in waiters { waiter.continuation.resume(returning: Reservation.none) }
         loop.withLock { $0?.stop() }
     }

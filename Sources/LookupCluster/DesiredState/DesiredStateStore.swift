@@ -1,3 +1,4 @@
+import LookupStorage
 import Synchronization
 
 /// Where the coordinator keeps the desired state, so that it survives the process and, with a shared store,

@@ -1,7 +1,9 @@
 import Cluster
 import Foundation
 import Logging
-import LookupService
+import LookupEngine
+import LookupStorage
+import LookupWorker
 import PostgresNIO
 import Synchronization
 

@@ -1,7 +1,9 @@
 import BFV
 import Foundation
 import Logging
+import LookupEngine
 import LookupProtocol
+import LookupStorage
 import PIR
 
 /// The three PIR endpoints of Live Caller ID Lookup as functions of decoded messages (SPEC-PIR §7.4–7.6),
@@ -115,7 +117,7 @@ public struct LookupAPI: Sendable {
             let required = version.configuration.keyConfig.native()
             let message = uploaded.evaluationKey
             try await pool.run(lane: .key, owner: user) {
-                let key = try EvaluationKey(deserialize: try message.native(), context: context)
+                let key = try message.evaluationKey(context: context)
                 let missing = Set(required.galoisElements).subtracting(key.galoisKeys.keys)
                 guard missing.isEmpty else {
                     throw LookupError.badRequest("Key \(index) lacks Galois elements \(missing.sorted())")

@@ -1,6 +1,8 @@
 import BFV
 import Hummingbird
+import LookupEngine
 import LookupProtocol
+import LookupStorage
 import NIOHTTP1
 import PIR
 import SwiftProtobuf
@@ -40,14 +42,11 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func from(_ error: any Error) -> LookupError? {
         switch error {
         case let e as LookupError: return e
+        case let e as EngineError: return LookupError(e)
         case let e as ComputePoolError: return .unavailable("Server busy: \(e)")
         case let e as StoreError where e.code == .unavailable: return .unavailable("Storage is unavailable; retry later", retryAfter: 2)
-        case let e as HEError: return .badRequest("Invalid ciphertext or key: \(e)")
-        case let e as PIRError: return .badRequest("Invalid PIR request: \(e)")
-        case let e as ProtocolError: return .badRequest("Invalid message: \(e)")
-        case let e as BinaryDecodingError: return .badRequest("Malformed protobuf: \(e)")
         case let e as HTTPParserError: return .badRequest("Malformed HTTP request: \(e)")  // a body that breaks HTTP framing
-        default: return nil
+        default: return EngineError(clientInput: error).map { LookupError($0) }
         }
     }
 
@@ -59,6 +58,17 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension LookupError {
+    /// The HTTP answer for an engine error: its code decides the status, its message is sent as it is.
+    public init(_ error: EngineError) {
+        switch error.code {
+        case .unknownUseCase, .invalidQuery, .evaluationKeyNotFound: self.init(.badRequest, error.message)
+        case .configurationGone: self.init(.gone, error.message)
+        case .overloaded: self.init(.serviceUnavailable, error.message, retryAfter: 1)
+        case .internal: self.init(.internalServerError, error.message)
+        default: self.init(.serviceUnavailable, error.message, retryAfter: 1)  // not held, unavailable, cancelled, unloadable
+        }
+    }
+
     /// No usable evaluation key: the device re-syncs its key through `/config` and `/key` (SPEC-PIR §7.3).
     public static let evaluationKeyNotFound = LookupError(.badRequest, "Evaluation key not found")
     /// The request names a use case the service does not have.

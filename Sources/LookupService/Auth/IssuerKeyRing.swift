@@ -1,5 +1,7 @@
 import Foundation
+import LookupEngine
 import LookupProtocol
+import LookupStorage
 import PrivacyPass
 import Synchronization
 

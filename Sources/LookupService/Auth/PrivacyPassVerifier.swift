@@ -1,5 +1,6 @@
 import Foundation
 import LookupProtocol
+import LookupStorage
 import PrivacyPass
 
 /// Verifies `Authorization: PrivateToken token=…` on the PIR endpoints (SPEC-PIR §7.3, §7.8): parses the token,

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import LookupEngine
+import LookupStorage
 import ObliviousHTTP
 import Synchronization
 

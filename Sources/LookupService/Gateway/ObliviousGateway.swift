@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import LookupEngine
+import LookupStorage
 import ObliviousHTTP
 import Synchronization
 

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import LookupEngine
 import NIOCore
 import NIOHTTP1
 import ObliviousHTTP

@@ -1,4 +1,5 @@
 import Foundation
+import LookupEngine
 import ObliviousHTTP
 
 extension ServiceConfig.Gateway {

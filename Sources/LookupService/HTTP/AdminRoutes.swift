@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LookupEngine
 import NIOCore
 
 /// The operational endpoints, `/healthz` (use-case versions and the executor's state) and `/metrics`

@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
+import LookupEngine
 import NIOCore
+import Reports
 
 /// The Call Directory feed an app downloads for its CallKit extension: `GET /call-directory/blocking` and
 /// `…/identification`, the whole list or the changes since a version (`since=`), at a fixed version (`version=`,

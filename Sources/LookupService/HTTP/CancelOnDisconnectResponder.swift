@@ -1,4 +1,5 @@
 import Hummingbird
+import LookupEngine
 
 /// Runs each request's handler in a task that is cancelled when the client goes away, so that work for a client
 /// that can no longer receive the answer stops: a query waiting for the compute pool is dropped before it starts,

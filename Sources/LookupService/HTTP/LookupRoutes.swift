@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LookupEngine
 import LookupProtocol
 import NIOCore
 import SwiftProtobuf

@@ -1,4 +1,5 @@
 import Hummingbird
+import LookupEngine
 import NIOCore
 
 /// The gateway's routes: `GET` of the key configurations (`application/ohttp-keys`, RFC 9458 §3) and `POST` of

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdHTTP2
 import Logging
+import LookupEngine
 import NIOCore
 import NIOSSL
 

@@ -1,8 +1,11 @@
 import Foundation
 import Hummingbird
+import LookupEngine
 import LookupProtocol
 import NIOCore
+import Reports
 import SwiftProtobuf
+import URLFilter
 
 /// The report endpoints: `POST /reporter-credential` (the app's user token in, its reporter credential out),
 /// `POST /classification-report` (what the system sends for an Unwanted Communication Reporting extension) and,

@@ -1,9 +1,11 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LookupEngine
 import LookupProtocol
 import NIOCore
 import Synchronization
+import URLFilter
 
 /// The URL filter's Bloom prefilter as a versioned download for the app's `NEURLFilterControlProvider`:
 /// `GET /url-filter/prefilter.json` (tag, bit count, hash count, MurmurHash3 seed: the `NEURLFilterPrefilter`

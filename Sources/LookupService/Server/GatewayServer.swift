@@ -2,6 +2,8 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
+import LookupEngine
+import LookupStorage
 import NIOCore
 import ServiceLifecycle
 

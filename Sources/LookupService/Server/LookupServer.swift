@@ -2,10 +2,13 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
+import LookupEngine
 import LookupProtocol
+import LookupStorage
 import NIOCore
 import ObliviousHTTP
 import PIR
+import Reports
 import ServiceLifecycle
 import Synchronization
 

@@ -1,4 +1,7 @@
 import Logging
+import LookupEngine
+import LookupStorage
+import Reports
 
 extension ServiceConfig {
     /// The report store: the shared PostgreSQL store's when there is one, else the SQLite file of `reports`;

@@ -1,4 +1,6 @@
 import Foundation
+import LookupEngine
+import LookupStorage
 
 /// The service configuration file (JSON). It reads the reference service's format (SPEC-PIR §7.9) as is:
 /// `{"users": [{"tier", "tokens"}], "usecases": [{"name", "fileStem", "shardCount", "versionCount"}]}`, plus
@@ -441,12 +443,4 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         for tier in users { for token in tier.tokens { map[token] = tier.tier } }
         return map
     }
-}
-
-/// A service configuration that cannot be used.
-public struct ConfigError: Error, Sendable, CustomStringConvertible {
-    /// What is wrong.
-    public let description: String
-    /// An error with a reason.
-    public init(_ description: String) { self.description = description }
 }

@@ -1,4 +1,5 @@
 import Hummingbird
+import LookupEngine
 import NIOCore
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import LookupEngine
 
 /// Outermost middleware: turns every error into an HTTP answer with a reason (library errors on client
 /// input are 400, anything unexpected 500 without details), and records metrics per route and status.

@@ -1,4 +1,5 @@
 import Foundation
+import LookupStorage
 import NIOCore
 import PostgresNIO
 

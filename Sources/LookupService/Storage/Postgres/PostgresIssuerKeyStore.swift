@@ -1,4 +1,6 @@
 import Foundation
+import LookupEngine
+import LookupStorage
 import NIOCore
 import PostgresNIO
 import PrivacyPass

@@ -1,0 +1,61 @@
+import Foundation
+import Logging
+import LookupEngine
+import LookupCluster
+import LookupService
+import LookupStorage
+import LookupWorker
+import ZeroMQ
+
+/// A coordinator and its workers in one process over `inproc://` (`callveil serve --workers N`, the bench): the
+/// cluster's code path without the network. The workers share the service's compute pool and metrics.
+public struct EmbeddedCluster: Sendable {
+    /// The in-process endpoint.
+    public static let endpoint = "inproc://callveil-embedded"
+    /// The shared ZeroMQ context (inproc needs one context).
+    public let context: ZMQContext
+    /// The metrics the service and the cluster record into.
+    public let metrics = ServiceMetrics()
+
+    /// A new embedded cluster.
+    public init() throws {
+        context = try ZMQContext()
+    }
+
+    /// The executor factory for `LookupServer`: a coordinator bound to the in-process endpoint, one copy per shard.
+    public func makeExecutor(logger: Logger) -> @Sendable (ExecutorEnvironment) throws -> any ShardExecutor {
+        { [context, metrics] environment in
+            var options = ClusterCoordinator.Options(bind: Self.endpoint)
+            options.replication = 1
+            options.metrics = metrics
+            return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: logger)
+        }
+    }
+
+    /// Starts `count` workers (`threads` each; nil: every core) sharing the service's pool and metrics, then waits
+    /// until the cluster has converged (every shard loaded, even load).
+    public func startWorkers(count: Int, dataDirectory: String, threads: Int?, server: LookupServer,
+                             logger: Logger) async throws -> [ClusterWorker] {
+        let workers = try (0..<count).map { i in
+            var options = ClusterWorker.Options(coordinator: Self.endpoint, dataDirectory: "\(dataDirectory)/\(i)", workerID: "embedded-\(i)")
+            options.threads = threads
+            options.metrics = server.metrics
+            options.pool = server.pool
+            return try ClusterWorker(context: context, options: options, logger: logger)
+        }
+        if let coordinator = server.executor as? ClusterCoordinator,
+           !(await coordinator.waitUntilBalanced(workerCount: count, timeout: .seconds(600))) {
+            logger.warning("not every shard is loaded on a worker yet; queries for it answer 503 until it is")
+        }
+        return workers
+    }
+
+    /// Starts a service from `configPath` with `workers` embedded workers (0: the PIR core in the HTTP process).
+    public func startServer(configPath: String, workers: Int, threads: Int?, dataDirectory: String,
+                            logger: Logger) async throws -> (LookupServer, [ClusterWorker]) {
+        let server = try await LookupServer(configPath: configPath, pool: nil, metrics: metrics,
+                                            makeExecutor: workers == 0 ? nil : makeExecutor(logger: logger), logger: logger)
+        let started = try await startWorkers(count: workers, dataDirectory: dataDirectory, threads: threads, server: server, logger: logger)
+        return (server, started)
+    }
+}
