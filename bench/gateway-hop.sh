@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cost of the Oblivious HTTP hop: `callveil serve` (release build, one embedded worker) on a demo dataset with
 # its gateway on and its public port on TLS with ALPN h2 (a self-signed certificate from scripts/ohttp-client.py),
-# measured by `callveil gateway-bench`: the same /config and /queries requests directly and through the gateway,
+# measured by `callveil-bench gateway-bench`: the same /config and /queries requests directly and through the gateway,
 # interleaved in blocks, one at a time over one HTTP/2 connection, every PIR answer decrypted and checked. Prints
 # p50/p99 per path and the service's CPU per request. GATEWAY_BENCH_REQUESTS tunes it. Results: bench/README.md.
 set -euo pipefail
@@ -11,7 +11,9 @@ requests=${GATEWAY_BENCH_REQUESTS:-400}
 port=18443
 [ -x .build-venv/bin/python ] || make deps > /dev/null
 swift build -c release --product callveil 2>&1 | grep -E "error|complete" || true
+swift build -c release --product callveil-bench 2>&1 | grep -E "error|complete" || true
 bin="$(swift build -c release --show-bin-path)/callveil"
+bench_bin="$(swift build -c release --show-bin-path)/callveil-bench"
 work=$(mktemp -d /tmp/callveil-gateway-bench.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -37,5 +39,5 @@ for _ in $(seq 1 100); do curl -skf "https://127.0.0.1:$port/ohttp-configs" -o /
 mapfile -t samples < "$work/sample-numbers.txt"
 echo "gateway hop, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo
-"$bin" gateway-bench --url "https://127.0.0.1:$port" --ca "$work/cert.pem" --server-pid "$pid" --requests "$requests" \
+"$bench_bin" gateway-bench --url "https://127.0.0.1:$port" --ca "$work/cert.pem" --server-pid "$pid" --requests "$requests" \
   --blocked "${samples[0]}" --absent "${samples[3]}"

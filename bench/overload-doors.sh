@@ -3,7 +3,7 @@
 # listeners, `callveil serve` with the gateway on (the demo config, plus `http.protocol`, a 128-connection cap and a
 # 10 s request timeout so that the run is short) is hit by bench/hostile.py — silent sockets, half handshakes, and
 # bodies trickled a byte a second to /queries and to /ohttp-gateway, 290 sockets in all, more than twice the cap —
-# while the checked phone (`callveil overload-phone`) looks numbers up through an independent Oblivious HTTP client
+# while the checked phone (`callveil-bench overload-phone`) looks numbers up through an independent Oblivious HTTP client
 # (scripts/ohttp-client.py proxy: HTTP/2 to the gateway on the same listener). Prints a table per door and fails
 # when the phone got a wrong answer or too few lookups, or a hostile socket outlived its bound.
 # DOORS_SECONDS sets the hostile phase (30), DOORS_PORT the port.
@@ -16,7 +16,9 @@ admin=$((port + 1))
 python="$top/.build-venv/bin/python"
 [ -x "$python" ] || { echo "the interop client is not installed: run make deps"; exit 1; }
 swift build --product callveil 2>&1 | grep -E "error|Build complete" || true
+swift build --product callveil-bench 2>&1 | grep -E "error|Build complete" || true
 bin="$(swift build --show-bin-path)/callveil"
+bench_bin="$(swift build --show-bin-path)/callveil-bench"
 work=$(mktemp -d /tmp/callveil-doors.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -58,7 +60,7 @@ PY
   read -r listening proxy_port <&"${PROXY[0]}"
   [ "$listening" = listening ] || { echo "the proxy did not start"; exit 1; }
   # The phone: syncs, says ready, looks up until its standard input closes, then prints its report.
-  coproc PHONE { exec "$bin" overload-phone --url "http://127.0.0.1:$proxy_port" --dataset "$work" --seed 7; }
+  coproc PHONE { exec "$bench_bin" overload-phone --url "http://127.0.0.1:$proxy_port" --dataset "$work" --seed 7; }
   pids+=("$PHONE_PID")
   read -r ready <&"${PHONE[0]}"
   [ "$ready" = ready ] || { echo "the phone did not start: $ready"; exit 1; }

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # `make overload`: the default `callveil serve` (the demo config: one embedded worker, Privacy Pass on, default
-# limits) on a demo dataset, flooded by `callveil overload` — 500 slow connections, 10 MiB /key uploads from new
+# limits) on a demo dataset, flooded by `callveil-bench overload` — 500 slow connections, 10 MiB /key uploads from new
 # User-Identifiers, 4× the measured /queries capacity — while a phone checks every answer. Prints the table and
 # fails on a crash, an RSS or p99 bound exceeded, a wrong answer, a refusal without Retry-After or a slow recovery.
-# OVERLOAD_COUNT sets the dataset size, OVERLOAD_PORT the port; other arguments go to `callveil overload`.
+# OVERLOAD_COUNT sets the dataset size, OVERLOAD_PORT the port; other arguments go to `callveil-bench overload`.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 count=${OVERLOAD_COUNT:-3000}
 port=${OVERLOAD_PORT:-18080}
 swift build --product callveil 2>&1 | grep -E "error|Build complete" || true
+swift build --product callveil-bench 2>&1 | grep -E "error|Build complete" || true
 bin="$(swift build --show-bin-path)/callveil"
+bench_bin="$(swift build --show-bin-path)/callveil-bench"
 work=$(mktemp -d /tmp/callveil-overload.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -34,7 +36,7 @@ done
 # 2026-11-25 this machine measured 21.5 s on the code before the listener changes and 20.9 s after, side by side
 # (docs/operations.md, Overload), above the earlier 15 s bound. Making the phone's share hold under a flood is its
 # own work; until then the bound is 30 s (OVERLOAD_P99_LIMIT).
-"$bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" \
+"$bench_bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" \
   --p99-limit "${OVERLOAD_P99_LIMIT:-30}" "$@"
 # The relay-facing doors: the TLS and h2c listeners and the gateway path under silent sockets, half handshakes and
 # trickled bodies, with a phone checking every answer through the gateway (bench/overload-doors.sh).

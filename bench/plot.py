@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots of a `callveil bench` run: latency vs load, throughput vs workers, throughput vs lookups in flight."""
+"""Plots of a `callveil-bench bench` run: latency vs load, throughput vs workers, throughput vs lookups in flight."""
 import json
 import subprocess
 import sys

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cost of the shared store: `callveil serve` (release build, the demo config, Privacy Pass on) on a demo
-# dataset, loaded by `callveil bench --url` (closed loop, every answer decrypted and checked), once with the SQLite
+# dataset, loaded by `callveil-bench bench --url` (closed loop, every answer decrypted and checked), once with the SQLite
 # stores and once with the PostgreSQL store (a private server from scripts/pg-temp.sh, with pg_stat_statements),
 # interleaved ROUNDS times. Prints lookups/s and p50/p99 of each run, and PostgreSQL statements and server time
 # per PIR request. SHARED_BENCH_SECONDS, SHARED_BENCH_PHONES, SHARED_BENCH_ROUNDS tune it. Results: bench/README.md.
@@ -13,7 +13,9 @@ phones=${SHARED_BENCH_PHONES:-4}
 rounds=${SHARED_BENCH_ROUNDS:-2}
 port=18181 admin=19191 pgport=15433
 swift build -c release --product callveil 2>&1 | grep -E "error|complete" || true
+swift build -c release --product callveil-bench 2>&1 | grep -E "error|complete" || true
 bin="$(swift build -c release --show-bin-path)/callveil"
+bench_bin="$(swift build -c release --show-bin-path)/callveil-bench"
 work=$(mktemp -d /tmp/callveil-shared-bench.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; pg_temp_stop; rm -rf "$work"; }
@@ -51,7 +53,7 @@ run() {  # run <store> <round>
   pid=$!
   for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$admin/healthz" > /dev/null 2>&1 && break; sleep 0.5; done
   [ "$store" = postgres ] && pg_temp_psql "SELECT pg_stat_statements_reset()" > /dev/null
-  "$bin" bench --url "http://127.0.0.1:$port" --dataset "$work" --phones "$phones" --duration "$seconds" \
+  "$bench_bin" bench --url "http://127.0.0.1:$port" --dataset "$work" --phones "$phones" --duration "$seconds" \
     --output "$work/out-$store-$round" > "$work/bench-$store-$round.log" 2>&1 || { echo "bench failed ($store)"; tail -n 20 "$work/bench-$store-$round.log"; exit 1; }
   # The parsed-key cache's hits and misses (setup and warm-up included).
   curl -sf "http://127.0.0.1:$admin/metrics" | grep '^callveil_key_cache_lookups_total' > "$work/cache-$store-$round.txt" || true

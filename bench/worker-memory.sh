@@ -18,7 +18,9 @@ cd "$(dirname "$0")/.."
 [ -f "$WORK/block/shard.manifest.json" ] && [ -f "$WORK/identity/shard.manifest.json" ] || {
   echo "no dataset in $WORK: run bash bench/dataset-scale.sh first"; exit 1; }
 swift build -c release --product callveil >/dev/null
+swift build -c release --product callveil-bench >/dev/null
 CV=$PWD/.build/release/callveil
+CVB=$PWD/.build/release/callveil-bench
 run=$(mktemp -d /tmp/callveil-worker-memory.XXXXXX)
 pids=()
 cgroup=/sys/fs/cgroup/memory/callveil-bench-$$
@@ -73,7 +75,7 @@ start_worker() {
   if [ -d "$cgroup" ]; then echo "$worker" > "$cgroup/cgroup.procs"; fi
 }
 phones() {
-  "$CV" bench --url http://127.0.0.1:18080 --dataset "$run" --phones 2 --duration "$LOAD_SECONDS" --retries 20 --no-plots \
+  "$CVB" bench --url http://127.0.0.1:18080 --dataset "$run" --phones 2 --duration "$LOAD_SECONDS" --retries 20 --no-plots \
     --output "$run/bench-$1" 2>&1 | grep -E "^\|" || true
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fault injection under load (`make chaos`; needs root for ip netns). A coordinator and three worker hosts in
-# network namespaces (real TCP, CURVE); `callveil bench` drives it from the root namespace with several phones
+# network namespaces (real TCP, CURVE); `callveil-bench bench` drives it from the root namespace with several phones
 # for the whole run, decrypting and checking every answer and retrying 503s after their Retry-After. While the
 # load runs the script, in turn: kills a worker and restarts it 1 s later; reloads the block database with one
 # value changed and the same config id; reloads it with a new config id; adds a worker (allow-list + SIGHUP);
@@ -65,7 +65,7 @@ value_a=$(flipped_value)
 
 # The load: every answer checked against A; rows that B changes may answer either value until the update has
 # converged (the marker file), and only B's value after.
-"$bin" bench --url "$url" --dataset "$work" --accept-either "$work/b/identities.csv" \
+"$bench_bin" bench --url "$url" --dataset "$work" --accept-either "$work/b/identities.csv" \
   --converged-marker "$work/update-converged" --phones "$phones" \
   --duration "$load_seconds" --retries 20 --config-refresh 5 --seed "$seed" --output "$work/bench" --no-plots \
   >"$work/bench.out" 2>"$work/bench.err" &

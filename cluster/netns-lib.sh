@@ -7,7 +7,9 @@ netns_build() {
   local flags=()
   [ "${CALLVEIL_BUILD:-debug}" = release ] && flags=(-c release)
   swift build "${flags[@]}" --product callveil 2>&1 | grep -E "error|Build" | tail -1
+  swift build "${flags[@]}" --product callveil-bench 2>&1 | grep -E "error|Build" | tail -1
   bin="$(swift build "${flags[@]}" --show-bin-path)/callveil"
+  bench_bin="$(swift build "${flags[@]}" --show-bin-path)/callveil-bench"
   work=$(mktemp -d "/tmp/callveil-$tag.XXXXXX")
   pids=()
   declare -gA worker_pid worker_key

@@ -4,7 +4,7 @@
 # both coordinators. Checks, in order:
 #   1. one coordinator leads placement, the other follows; shards are placed on both workers;
 #   2. the same Privacy Pass token presented at A and B at the same moment is accepted exactly once (100 trials);
-#   3. under load from `callveil bench` (phones live at A or B and upload their keys through the other), the
+#   3. under load from `callveil-bench bench` (phones live at A or B and upload their keys through the other), the
 #      leader is killed with SIGKILL: the survivor leads within 10 s, no lookup through the survivor fails, the
 #      lookups through the dead one fail only without an HTTP answer, and no answer is wrong;
 #   4. the dead coordinator restarts and rejoins as a follower, and lookups through it succeed again.
@@ -114,7 +114,7 @@ if [ "${1:-}" = bench ]; then
   echo "|---|---|---|---|---|---|---|---|"
   for round in 1 2 3 4; do
     if [ $((round % 2)) = 1 ]; then urls=(--url "${door[a]}"); doors="A"; else urls=(--url "${door[a]}" --url "${door[b]}"); doors="A + B"; fi
-    "$bin" bench "${urls[@]}" --dataset "$work" --phones "$phones" --duration "$seconds" --seed "$((seed + round))" \
+    "$bench_bin" bench "${urls[@]}" --dataset "$work" --phones "$phones" --duration "$seconds" --seed "$((seed + round))" \
       --output "$work/bench-$round" --no-plots >/dev/null 2>"$work/bench-$round.err" || fail "bench round $round"
     python3 - "$work/bench-$round/results.json" "$round" "$doors" <<'PY'
 import json, sys
@@ -130,10 +130,10 @@ PY
 fi
 
 # 2. One token at A and B at the same moment: accepted exactly once.
-"$bin" token-race --url "${door[a]}" --url "${door[b]}" --trials 100 | tee "$work/token-race.out" || fail "token race"
+"$bench_bin" token-race --url "${door[a]}" --url "${door[b]}" --trials 100 | tee "$work/token-race.out" || fail "token race"
 
 # 3. Kill the leader under load.
-"$bin" bench --url "${door[a]}" --url "${door[b]}" --dataset "$work" --phones 4 --duration 24 --seed "$seed" \
+"$bench_bin" bench --url "${door[a]}" --url "${door[b]}" --dataset "$work" --phones 4 --duration 24 --seed "$seed" \
   --tolerate-connection-errors --output "$work/bench" --no-plots >"$work/bench.out" 2>"$work/bench.err" &
 bench_pid=$!
 pids+=("$bench_pid")

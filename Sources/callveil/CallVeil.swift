@@ -7,7 +7,6 @@ struct CallVeil: AsyncParsableCommand {
         commandName: "callveil",
         abstract: "CallVeil: a scalable Live Caller ID Lookup backend.",
         subcommands: [ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self, KeygenCommand.self, StoreKeyCommand.self, QueryCommand.self,
-                      BuildDatabaseCommand.self, ProcessDatabaseCommand.self, DatabaseCommand.self, GenerateDemoCommand.self, BenchCommand.self, OverloadCommand.self, OverloadPhoneCommand.self,
-                      KeyMemoryCommand.self, TokenRaceCommand.self, GatewayCommand.self, GatewayBenchCommand.self,
-                      ReportsCommand.self, URLFilterCommand.self])
+                      BuildDatabaseCommand.self, ProcessDatabaseCommand.self, DatabaseCommand.self, GenerateDemoCommand.self,
+                      GatewayCommand.self, ReportsCommand.self, URLFilterCommand.self])
 }

@@ -1,5 +1,6 @@
 import Cluster
 import Foundation
+import LoadGeneration
 import LookupClient
 import LookupCluster
 import LookupEngine

@@ -3,14 +3,14 @@ import ServiceTestSupport
 import Testing
 
 /// The parsed-key cache charges `EvaluationKey.memoryBytes` per key; this checks that charge against what 100 parsed
-/// keys really cost, measured as RSS growth in a process of their own (`callveil key-memory`), where no other test's
+/// keys really cost, measured as RSS growth in a process of their own (`callveil-bench key-memory`), where no other test's
 /// allocations move the number.
 @Suite("Key cache memory")
 struct KeyCacheMemoryTests {
     @Test("The cache's charge for 100 parsed keys is within 20% of the RSS they take")
     func chargeMatchesRSS() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let binary = root.appendingPathComponent(".build/debug/callveil").path
+        let binary = root.appendingPathComponent(".build/debug/callveil-bench").path
         try #require(FileManager.default.isExecutableFile(atPath: binary), "\(binary) is built by `swift build` / `swift test`")
         // The child (a debug build) is waited for off the test pool.
         let (data, status) = try await runChildProcess(binary, ["key-memory", "--count", "100"], mergeErrors: false)

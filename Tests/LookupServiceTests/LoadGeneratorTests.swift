@@ -1,4 +1,5 @@
 import Foundation
+import LoadGeneration
 import LookupClient
 import LookupService
 import ServiceTestSupport

@@ -1,11 +1,12 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import LoadGeneration
 import LookupClient
 import NIOCore
 import Synchronization
 
-/// `callveil overload` (`make overload`): overload and hostile input against a running server, with a checked
+/// `callveil-bench overload` (`make overload`): overload and hostile input against a running server, with a checked
 /// phone. It measures the server's query capacity, then for `--flood-seconds` runs at once (a) slow connections
 /// sending a byte a second, (b) 10 MiB `/key` uploads from ever-new User-Identifiers, (c) valid `/queries` at
 /// `--flood-factor` × capacity, while one well-behaved phone keeps looking numbers up (every answer decrypted and

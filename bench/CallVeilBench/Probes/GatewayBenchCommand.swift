@@ -6,7 +6,7 @@ import LookupProtocol
 import NIOSSL
 import ObliviousHTTP
 
-/// `callveil gateway-bench`: what the Oblivious HTTP hop costs. Against a service whose public port also serves
+/// `callveil-bench gateway-bench`: what the Oblivious HTTP hop costs. Against a service whose public port also serves
 /// the gateway, the same requests go directly and through the gateway (encapsulated, Binary HTTP), interleaved in
 /// blocks with the order alternating, one at a time; every PIR answer of both paths is decrypted and checked.
 /// Prints latency percentiles per path and the service's CPU time per request (from `/proc/<pid>/stat`).

@@ -5,6 +5,7 @@ import LookupProtocol
 import PIR
 import BFV
 import Dataset
+import LoadGeneration
 
 /// The bench's dataset: numbers with block decisions and identities of a chosen size, processed into shards,
 /// and the truth the answers are checked against.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The `callveil overload-phone` child process seen from `callveil overload`: started with the same executable,
+/// The `callveil-bench overload-phone` child process seen from `callveil-bench overload`: started with the same executable,
 /// stopped by closing its standard input, its report read from its standard output.
 final class PhoneProcess: @unchecked Sendable {
     private let process = Process()

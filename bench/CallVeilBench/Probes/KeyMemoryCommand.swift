@@ -4,7 +4,7 @@ import Foundation
 import LookupProtocol
 import PIR
 
-/// `callveil key-memory`: parses one evaluation key `--count` times and keeps every copy, then prints, as JSON, what
+/// `callveil-bench key-memory`: parses one evaluation key `--count` times and keeps every copy, then prints, as JSON, what
 /// the parsed-key cache would charge for them (`EvaluationKey.memoryBytes`) and how much this process's RSS grew.
 /// A process of its own, so nothing else moves the RSS; the tests check the charge within 20% of the growth.
 struct KeyMemoryCommand: ParsableCommand {

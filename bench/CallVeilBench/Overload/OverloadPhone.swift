@@ -1,4 +1,5 @@
 import Foundation
+import LoadGeneration
 import LookupClient
 import PIR
 import Synchronization
@@ -91,7 +92,7 @@ final class OverloadPhone: Sendable {
 }
 
 extension OverloadPhone {
-    /// What the phone measured, as its process reports it to `callveil overload`.
+    /// What the phone measured, as its process reports it to `callveil-bench overload`.
     struct Report: Codable {
         var lookups: [Lookup]
         var outcomes: [String: Int]

@@ -2,6 +2,7 @@ import ArgumentParser
 import BFV
 import Foundation
 import Hummingbird
+import LoadGeneration
 import Logging
 import LookupClient
 import LookupProtocol
@@ -14,7 +15,7 @@ import ZeroMQ
 import Glibc
 #endif
 
-/// `callveil bench`: generates a dataset, processes it, starts the service (embedded coordinator and workers)
+/// `callveil-bench bench`: generates a dataset, processes it, starts the service (embedded coordinator and workers)
 /// or targets any server with `--url`, drives it with simulated phones, checks every answer, and writes JSON, a
 /// markdown table and plots.
 struct BenchCommand: AsyncParsableCommand {

@@ -3,7 +3,7 @@ import Foundation
 import LookupClient
 import LookupProtocol
 
-/// `callveil token-race`: checks that front doors sharing a store spend a Privacy Pass token once. Each trial
+/// `callveil-bench token-race`: checks that front doors sharing a store spend a Privacy Pass token once. Each trial
 /// takes a fresh token and presents it at every given front door at the same moment; exactly one must accept it
 /// (200) and every other must refuse it as spent (401). Exits non-zero otherwise.
 struct TokenRaceCommand: AsyncParsableCommand {

@@ -3,7 +3,7 @@ import Foundation
 import LookupClient
 import Synchronization
 
-/// `callveil overload-phone` (internal to `callveil overload`): the well-behaved phone in a process of its own, as
+/// `callveil-bench overload-phone` (internal to `callveil-bench overload`): the well-behaved phone in a process of its own, as
 /// a real phone is a device of its own. In the flooding process its encryption and decryption would wait behind
 /// the flood's client work on the same threads, and the run would measure the load generator instead of the
 /// server. It syncs its keys, prints `ready`, looks numbers up until its standard input closes, then prints its
@@ -11,7 +11,7 @@ import Synchronization
 struct OverloadPhoneCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "overload-phone",
-        abstract: "The checked phone of `callveil overload`, in its own process (started by it).",
+        abstract: "The checked phone of `callveil-bench overload`, in its own process (started by it).",
         shouldDisplay: false)
 
     @Option(help: "The server's base URL.") var url: String

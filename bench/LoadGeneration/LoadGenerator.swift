@@ -1,4 +1,5 @@
 import Dataset
+import LookupClient
 import Foundation
 import LookupProtocol
 import PIR
