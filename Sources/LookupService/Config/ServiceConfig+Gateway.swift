@@ -1,6 +1,71 @@
 import Foundation
 import LookupEngine
+import LookupStorage
 import ObliviousHTTP
+
+extension ServiceConfig {
+    /// The Oblivious HTTP gateway (RFC 9458) on the public port, or the only thing `callveil gateway` serves.
+    public struct Gateway: Codable, Sendable, Equatable {
+        /// A target the gateway forwards to: inner requests for `authority` go to `origin`. A target without
+        /// `authority` takes the inner requests no other target names.
+        public struct Target: Codable, Sendable, Equatable {
+            /// The inner request's `:authority` this target serves (absent: the default target).
+            public var authority: String?
+            /// `http://host:port` or `https://host:port` of the lookup service.
+            public var origin: String
+
+            /// A target.
+            public init(authority: String? = nil, origin: String) {
+                self.authority = authority
+                self.origin = origin
+            }
+        }
+
+        /// Whether `serve` and `coordinator` serve the gateway on their public port (default true when the
+        /// section is present).
+        public var enabled: Bool?
+        /// Path of the key configurations, `application/ohttp-keys` (default `/ohttp-configs`).
+        public var configPath: String?
+        /// Path encapsulated requests are posted to (default `/ohttp-gateway`).
+        public var requestPath: String?
+        /// Directory of the gateway's keys (default `gateway-keys` next to the config; with a `database` the keys
+        /// live in the shared store instead).
+        public var keyDirectory: String?
+        /// How long each key is published and accepted (default 30 days).
+        public var keyLifetimeSeconds: Int?
+        /// How long a key is still accepted after its successor is published (default 2 days).
+        public var keyOverlapSeconds: Int?
+        /// HPKE suites offered (default both `X25519-SHA256-AES128GCM` and `X25519-SHA256-CHACHA20POLY1305`;
+        /// also `X25519-SHA256-AES256GCM`).
+        public var suites: [String]?
+        /// Where inner requests go; absent, `serve` and `coordinator` answer them in-process (`callveil gateway`
+        /// needs at least one).
+        public var targets: [Target]?
+        /// Largest encapsulated request accepted (default 10 MiB + 64 KiB: one largest evaluation key).
+        public var maxRequestBytes: Int?
+        /// Seconds an encapsulated request is remembered to refuse its replay (default 600).
+        public var replayWindowSeconds: Int?
+        /// Requests remembered at most for replay detection (default 1,000,000: about 100 MiB).
+        public var maxReplayEntries: Int?
+        /// Seconds a forwarded request may take, its whole response included (default 30).
+        public var targetTimeoutSeconds: Double?
+        /// Sizes, ascending, to which inner responses are zero-padded before they are sealed (RFC 9292 padding), so
+        /// that the relay, which knows the phone's address, cannot tell a refusal from an answer by its length;
+        /// beyond the largest, a multiple of it (default 1024, 4096, 16384, 65536; `[]` pads nothing).
+        public var responseSizeClasses: [Int]?
+
+        /// Settings.
+        public init(enabled: Bool? = nil, keyDirectory: String? = nil, keyLifetimeSeconds: Int? = nil, keyOverlapSeconds: Int? = nil,
+                    suites: [String]? = nil, targets: [Target]? = nil) {
+            self.enabled = enabled
+            self.keyDirectory = keyDirectory
+            self.keyLifetimeSeconds = keyLifetimeSeconds
+            self.keyOverlapSeconds = keyOverlapSeconds
+            self.suites = suites
+            self.targets = targets
+        }
+    }
+}
 
 extension ServiceConfig.Gateway {
     /// The HPKE suites by the names the config uses.
