@@ -1,23 +1,27 @@
+import Crypto
 import Foundation
 import LZ4
 import LookupProtocol
 
-/// Sending side of a shard transfer: the compact shard cut into chunks, each an LZ4 frame with the SHA-256 of
+/// Sending side of a shard transfer: the shard file cut into chunks, each an LZ4 frame with the SHA-256 of
 /// its decompressed bytes.
 public struct TransferSource: Sendable {
-    /// Compact shard bytes.
+    /// The shard file's bytes.
     public let bytes: [UInt8]
     /// SHA-256 of `bytes`.
     public let sha256: [UInt8]
     /// Uncompressed bytes per chunk.
     public let chunkSize: Int
 
-    /// A source over compact bytes.
+    /// A source over a shard file's bytes.
     public init(bytes: [UInt8], chunkSize: Int = 1 << 20) {
         self.bytes = bytes
-        self.sha256 = CompactShard.sha256(bytes)
+        self.sha256 = TransferSource.digest(bytes)
         self.chunkSize = chunkSize
     }
+
+    /// The SHA-256 of bytes: how a shard's content and each chunk are named and checked.
+    public static func digest(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
 
     /// The chunk starting at `offset` (which must be a chunk boundary or a resume point below the end).
     public func chunk(for shard: ClusterShardRef, at offset: Int) throws -> Callveil_Cluster_V1_ShardChunk {
@@ -30,7 +34,7 @@ public struct TransferSource: Sendable {
             $0.shard = shard
             $0.offset = UInt64(offset)
             $0.lz4Frame = Data(try LZ4Frame.compress(piece))
-            $0.sha256 = Data(CompactShard.sha256(piece))
+            $0.sha256 = Data(TransferSource.digest(piece))
             $0.totalBytes = UInt64(bytes.count)
         }
     }
@@ -39,7 +43,7 @@ public struct TransferSource: Sendable {
 /// Receiving side: appends verified chunks to `<path>.partial` (so a broken transfer resumes where it stopped),
 /// and checks the whole shard's SHA-256 at the end.
 public final class TransferSink {
-    /// Where the finished compact shard goes.
+    /// Where the finished shard file goes.
     public let path: String
     /// Expected size and SHA-256.
     public let totalBytes: Int, sha256: [UInt8]
@@ -68,7 +72,7 @@ public final class TransferSink {
         guard chunk.totalBytes == UInt64(totalBytes) else { throw ClusterError.badChunk("total size changed") }
         guard chunk.offset == UInt64(offset) else { throw ClusterError.badChunk("chunk at \(chunk.offset), expected \(offset)") }
         let piece = try LZ4Frame.decompress([UInt8](chunk.lz4Frame), limit: maxChunkBytes)
-        guard CompactShard.sha256(piece) == [UInt8](chunk.sha256) else { throw ClusterError.badChunk("checksum mismatch at \(offset)") }
+        guard TransferSource.digest(piece) == [UInt8](chunk.sha256) else { throw ClusterError.badChunk("checksum mismatch at \(offset)") }
         guard offset + piece.count <= totalBytes, !piece.isEmpty || totalBytes == 0 else { throw ClusterError.badChunk("chunk beyond the end") }
         if !FileManager.default.fileExists(atPath: partialPath) {
             _ = FileManager.default.createFile(atPath: partialPath, contents: nil, attributes: [.posixPermissions: 0o600])
@@ -85,7 +89,7 @@ public final class TransferSink {
     /// The complete shard: checks the whole SHA-256 and renames the partial file into place.
     public func finish() throws -> [UInt8] {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: partialPath)))
-        guard bytes.count == totalBytes, CompactShard.sha256(bytes) == sha256 else {
+        guard bytes.count == totalBytes, TransferSource.digest(bytes) == sha256 else {
             try? FileManager.default.removeItem(atPath: partialPath)
             offset = 0
             throw ClusterError.badChunk("the whole shard failed its SHA-256; starting over")

@@ -77,7 +77,7 @@ struct ReconciliationTests {
         #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(10)))
         // Old content files are deleted once the new content is loaded.
         let files = FileManager.default.enumerator(atPath: "\(cluster.directory)/worker-a")?.compactMap { $0 as? String } ?? []
-        #expect(files.filter { $0.hasSuffix(".compact") }.count == cluster.coordinator.desiredState.shards(on: "a").count)
+        #expect(files.filter { $0.hasSuffix(".cvshard") }.count == cluster.coordinator.desiredState.shards(on: "a").count)
 
         // kill -9 and back after 1 s (the heartbeat timeout here is 1 s, so also try 0.3 s: within it).
         for pause in [Duration.milliseconds(300), .seconds(1)] {

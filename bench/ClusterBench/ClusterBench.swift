@@ -143,11 +143,11 @@ struct ClusterBench {
         guard await coordinator.waitUntilPlaced(copies: 2, timeout: .seconds(600)) else { fatalError("placement timed out") }
         let clusterQPS2 = try await throughput(coordinator, inFlight: 4)
 
-        // Transfer sizes and LZ4 ratios: compact form vs the evaluation form.
+        // Transfer sizes and LZ4 ratios: the shard file (what travels) vs the evaluation form.
         var compactBytes = 0, compactLZ4 = 0, evalBytes = 0, evalLZ4 = 0
         for source in loaded.shards {
             let database = try source.load()
-            let compact = try CompactShard.serialize(database, context: context)
+            let compact = try source.shardFile(parameterBlob: [], context: context)
             compactBytes += compact.count
             compactLZ4 += try LZ4Frame.compress(compact).count
             let eval = database.serializeReferenceFormat()

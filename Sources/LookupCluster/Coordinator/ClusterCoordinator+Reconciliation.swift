@@ -6,7 +6,7 @@ import LookupWorker
 import PIR
 
 extension ClusterCoordinator {
-    /// Makes a loaded version part of the desired state: each shard's compact bytes and their SHA-256. A version
+    /// Makes a loaded version part of the desired state: each shard's file and its SHA-256. A version
     /// with a config id already installed but new content (a data update with a fixed shard configuration) only
     /// changes the desired hashes: workers fetch the new content while the old keeps answering.
     public func install(_ useCase: LoadedUseCase) async throws {
@@ -16,20 +16,19 @@ extension ClusterCoordinator {
         let configID = version.configuration.configID
         let shardCount = useCase.shards.count
         let logger = self.logger
-        // Shard files that store coefficient-form plaintexts go to the compact form as they are; older ones are
-        // read in evaluation form one at a time and transformed back. Only the compact forms are kept.
+        // Workers get each shard as its version-2 `.cvshard` file: read as it is, or (for a shard held only in
+        // evaluation form) packed back into one, a shard at a time. Only the files are kept.
         let built = try await ComputePool.detached {
             try zip(useCase.shards, version.configuration.shards).map { source, parameters in
                 let index = source.index
-                defer { MulPirServer.releaseFreeMemory() }  // only the compact form is kept
-                let compact = try source.loadPlaintexts().map { try CompactShard.serialize(plaintexts: $0, context: context) }
-                    ?? CompactShard.serialize(try source.load(), context: context)
-                if (index + 1) % 16 == 0 || index + 1 == shardCount {
-                    logger.info("shards compacted", metadata: ["usecase": .string(version.name), "done": "\(index + 1)/\(shardCount)"])
-                }
+                defer { MulPirServer.releaseFreeMemory() }  // only the file is kept
                 let message = ProtoPirParameters(parameters, sharding: version.configuration.sharding,
                                                  keyConfig: version.configuration.keyConfig)
-                let source = TransferSource(bytes: compact, chunkSize: chunkBytes)
+                let file = try source.shardFile(parameterBlob: try message.serializedBytes(), context: context)
+                if (index + 1) % 16 == 0 || index + 1 == shardCount {
+                    logger.info("shards read", metadata: ["usecase": .string(version.name), "done": "\(index + 1)/\(shardCount)"])
+                }
+                let source = TransferSource(bytes: file, chunkSize: chunkBytes)
                 let key = ShardKey(useCase: version.name, configID: configID, shard: index)
                 let spec = ShardSpec(key: key, sha256: source.sha256, totalBytes: source.bytes.count,
                                      parameters: try message.serializedBytes(), keyConfigHash: version.configuration.keyConfigHash,

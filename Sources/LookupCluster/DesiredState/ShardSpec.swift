@@ -1,13 +1,13 @@
 import Cluster
 
-/// One shard's content as the cluster wants it served: its key, the SHA-256 of its compact bytes (so new data
+/// One shard's content as the cluster wants it served: its key, the SHA-256 of its shard file (so new data
 /// under the same config id is a different spec), and what a worker needs to load and serve it.
 public struct ShardSpec: Sendable, Equatable {
     /// Use case, config id and shard index.
     public let key: ShardKey
-    /// SHA-256 of the compact shard bytes.
+    /// SHA-256 of the shard file.
     public let sha256: [UInt8]
-    /// Size of the compact shard bytes.
+    /// Size of the shard file.
     public let totalBytes: Int
     /// Serialized `pir.v1.PirParameters` of the shard.
     public let parameters: [UInt8]

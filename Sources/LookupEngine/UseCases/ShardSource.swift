@@ -7,15 +7,14 @@ public struct ShardSource: Sendable {
     /// The shard's index in its version.
     public let index: Int
     private let read: @Sendable () throws -> ProcessedDatabase
-    private let readPlaintexts: (@Sendable () throws -> [[Plaintext?]]?)?
+    private let readFile: (@Sendable () throws -> [UInt8]?)?
 
-    /// A source that reads shard `index` with `read`, and with `plaintexts` its coefficient-form plaintexts when
-    /// its file stores them.
-    public init(index: Int, read: @escaping @Sendable () throws -> ProcessedDatabase,
-                plaintexts: (@Sendable () throws -> [[Plaintext?]]?)? = nil) {
+    /// A source that reads shard `index` with `read`, and with `file` its version-2 shard file's bytes when it has
+    /// one.
+    public init(index: Int, read: @escaping @Sendable () throws -> ProcessedDatabase, file: (@Sendable () throws -> [UInt8]?)? = nil) {
         self.index = index
         self.read = read
-        readPlaintexts = plaintexts
+        readFile = file
     }
 
     /// A source over a database already in memory.
@@ -26,7 +25,14 @@ public struct ShardSource: Sendable {
     /// Reads the shard's processed database (checking its file against the manifest where there is one).
     public func load() throws -> ProcessedDatabase { try read() }
 
-    /// The shard's plaintexts in coefficient form, read and checked but not transformed, when its file stores them
-    /// that way (a version-2 shard file); nil otherwise. A coordinator sends these to workers as they are.
-    public func loadPlaintexts() throws -> [[Plaintext?]]? { try readPlaintexts?() }
+    /// The shard's file as it is on disk (checked against its manifest's hash where there is one) when it is a
+    /// version-2 `.cvshard`; nil otherwise. A coordinator sends these bytes to workers as they are.
+    public func loadFile() throws -> [UInt8]? { try readFile?() }
+
+    /// The shard as a version-2 shard file: its file as it is, or (for a shard held only in evaluation form) the
+    /// database packed back into one; what a coordinator sends to its workers.
+    public func shardFile(parameterBlob: [UInt8], context: Context) throws -> [UInt8] {
+        if let file = try loadFile() { return file }
+        return try ShardFile.serialize(try load(), parameterBlob: parameterBlob, context: context)
+    }
 }

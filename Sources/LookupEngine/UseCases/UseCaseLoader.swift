@@ -43,11 +43,11 @@ public enum UseCaseLoader {
             throw ConfigError("\(name): no shard file \(stem)-\(index).cvshard or .bin")
         }
         let shards = configuration.shards.enumerated().map { index, shard in
-            ShardSource(index: index, read: { try readDatabase(stem: stem, shard: index, parameters: shard, context: context) }, plaintexts: {
+            ShardSource(index: index, read: { try readDatabase(stem: stem, shard: index, parameters: shard, context: context) }, file: {
                 let ours = "\(stem)-\(index).cvshard"
                 guard FileManager.default.fileExists(atPath: ours) else { return nil }
                 do {
-                    return try plaintexts(of: [UInt8](try Data(contentsOf: URL(fileURLWithPath: ours))), parameters: shard, context: context)
+                    return try versionTwo([UInt8](try Data(contentsOf: URL(fileURLWithPath: ours))), parameters: shard, context: context)
                 } catch {
                     throw ConfigError("cannot load shard \(index) (\(ours)): \(error)")
                 }
@@ -88,9 +88,9 @@ public enum UseCaseLoader {
                 } catch {
                     throw failure(error)
                 }
-            }, plaintexts: {
+            }, file: {
                 do {
-                    return try plaintexts(of: try DatasetManifest.contents(of: shard.shard, directory: directory), parameters: shardParameters,
+                    return try versionTwo(try DatasetManifest.contents(of: shard.shard, directory: directory), parameters: shardParameters,
                                           context: context)
                 } catch {
                     throw failure(error)
@@ -100,15 +100,15 @@ public enum UseCaseLoader {
         return LoadedUseCase(version: UseCaseVersion(name: name, configuration: configuration, context: context), shards: shards)
     }
 
-    /// A version-2 shard file's coefficient-form plaintexts, checked against the shard's parameters; nil for a
-    /// version-1 file.
-    static func plaintexts(of bytes: [UInt8], parameters: MulPirParameters, context: Context) throws -> [[Plaintext?]]? {
+    /// A shard file's bytes when it is version 2, after checking its layout, digest and plaintexts against the
+    /// shard's parameters; nil for a version-1 file.
+    static func versionTwo(_ bytes: [UInt8], parameters: MulPirParameters, context: Context) throws -> [UInt8]? {
         guard let tables = try ShardFile.plaintexts(bytes, context: context) else { return nil }
         let slots = parameters.chunkCount * parameters.slotsPerChunk
         guard tables.count == 1 || tables.count >= parameters.batchSize, tables.allSatisfy({ $0.count == slots }) else {
             throw PIRError.malformedDatabase("\(tables.count) sub-tables of \(tables.first?.count ?? 0) slots, expected \(slots) each")
         }
-        return tables
+        return bytes
     }
 
     static func countShards(stem: String) throws -> Int {

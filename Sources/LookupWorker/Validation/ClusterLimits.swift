@@ -13,7 +13,7 @@ public enum ClusterLimits {
     public static let maxReportedShards = 65_536
     /// Shards of one version.
     public static let maxShardIndex = 1 << 20
-    /// Largest compact shard (bytes).
+    /// Largest shard file (bytes).
     public static let maxShardBytes: UInt64 = 1 << 40
     /// Longest reason string forwarded from a worker (characters).
     public static let maxReasonCharacters = 200

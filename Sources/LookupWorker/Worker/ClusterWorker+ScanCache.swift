@@ -14,9 +14,9 @@ extension ClusterWorker {
     }
 
     /// A server for content `sha` of shard `key`: mapped from its scan file when a verified one is cached (a
-    /// restart then skips rebuilding the evaluation form); otherwise rebuilt from the compact bytes (read from
-    /// disk when not given) and cached as a scan file for next time. Blocking; run off the event loops.
-    func buildServer(_ key: ShardKey, sha: [UInt8], parameters: MulPirParameters, context: Context, compact: [UInt8]?) throws -> MulPirServer {
+    /// restart then skips rebuilding the evaluation form); otherwise rebuilt from the shard file (read from disk
+    /// when not given) and cached as a scan file for next time. Blocking; run off the event loops.
+    func buildServer(_ key: ShardKey, sha: [UInt8], parameters: MulPirParameters, context: Context, file: [UInt8]?) throws -> MulPirServer {
         let scanPath = files.scanPath(key, sha256: sha)
         if options.scanCache, FileManager.default.fileExists(atPath: scanPath) {
             do {
@@ -28,8 +28,9 @@ extension ClusterWorker {
                 try? FileManager.default.removeItem(atPath: scanPath)
             }
         }
-        let bytes = try compact ?? readCompact(key, sha: sha)
-        let database = try CompactShard.deserialize(bytes, parameters: parameters, context: context)
+        let bytes = try file ?? readShardFile(key, sha: sha)
+        let database = try ProcessedDatabase(parameters: parameters, tables: try ShardFile.deserialize(bytes, context: context).tables,
+                                             context: context)
         let server = try MulPirServer(context: context, database: database, threads: options.threads)
         if options.scanCache, server.supportsScanFile {
             do {
@@ -41,10 +42,10 @@ extension ClusterWorker {
         return server
     }
 
-    /// The compact shard file of content `sha`, checked against its hash.
-    func readCompact(_ key: ShardKey, sha: [UInt8]) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: files.path(key, sha256: sha)), CompactShard.sha256([UInt8](data)) == sha else {
-            throw ClusterError.badChunk("the compact shard file is missing or does not match its hash")
+    /// The shard file of content `sha`, checked against its hash.
+    func readShardFile(_ key: ShardKey, sha: [UInt8]) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: files.path(key, sha256: sha)), TransferSource.digest([UInt8](data)) == sha else {
+            throw ClusterError.badChunk("the shard file is missing or does not match its hash")
         }
         return [UInt8](data)
     }

@@ -43,7 +43,7 @@ extension ClusterWorker {
             await load(key, sha: sha, assign: assign, bytes: nil)
             return
         }
-        if let bytes = try? readCompact(key, sha: sha) {
+        if let bytes = try? readShardFile(key, sha: sha) {
             await load(key, sha: sha, assign: assign, bytes: bytes)
             return
         }
@@ -182,7 +182,7 @@ extension ClusterWorker {
 
     /// Verifies, rebuilds (or maps from the scan cache) and installs a shard, within the memory budget, replacing
     /// any other content of it at once; deletes the files of other content of the shard, and reports. `bytes` nil:
-    /// the compact file on disk is read if the scan cache cannot be used.
+    /// the shard file on disk is read if the scan cache cannot be used.
     func load(_ key: ShardKey, sha: [UInt8], assign: Callveil_Cluster_V1_AssignShard, bytes: [UInt8]?) async {
         var placement: Placement?
         defer { settlePlacement(key, placement) }
@@ -195,7 +195,7 @@ extension ClusterWorker {
             guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded while waiting
             let (server, placed) = try await ComputePool.detached { [self] in
                 defer { MulPirServer.releaseFreeMemory() }  // the rebuilt evaluation form was transient
-                return try placeWithinBudget(key, sha: sha, server: try buildServer(key, sha: sha, parameters: native, context: context, compact: bytes))
+                return try placeWithinBudget(key, sha: sha, server: try buildServer(key, sha: sha, parameters: native, context: context, file: bytes))
             }
             guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded meanwhile
             executor.installServer(useCase: key.useCase, configID: key.configID, index: key.shard, shardCount: Int(assign.shardCount),

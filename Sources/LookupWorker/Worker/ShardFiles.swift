@@ -1,8 +1,8 @@
 import Cluster
 import Foundation
 
-/// Where a worker keeps compact shards: `<data dir>/<use case>/<config id hex>/shard-<n>-<sha256 prefix>.compact`
-/// (and `.partial` while it arrives), with its scan-layout cache beside it (`….scan`, see `ScanFile`). The content hash in the name means a file is only ever resumed or reused
+/// Where a worker keeps its shards: `<data dir>/<use case>/<config id hex>/shard-<n>-<sha256 prefix>.cvshard` (the
+/// shard file as the coordinator sent it, and `.partial` while it arrives), with its scan-layout cache beside it (`….scan`, see `ScanFile`). The content hash in the name means a file is only ever resumed or reused
 /// for the very content it holds, and files of content the worker no longer holds can be found and deleted.
 struct ShardFiles: Sendable {
     let directory: String
@@ -12,15 +12,15 @@ struct ShardFiles: Sendable {
         return "\(directory)/\(String(safe))/\(key.configID.hexString)"
     }
 
-    /// The file names of one content of a shard: the compact file, its `.partial` while it arrives, and its
-    /// scan file.
-    func names(_ key: ShardKey, sha256: [UInt8]) -> (compact: String, partial: String, scan: String) {
+    /// The file names of one content of a shard: the shard file, its `.partial` while it arrives, and its scan
+    /// file.
+    func names(_ key: ShardKey, sha256: [UInt8]) -> (shard: String, partial: String, scan: String) {
         let stem = "shard-\(key.shard)-\(sha256.prefix(16).hexString)"
-        return ("\(stem).compact", "\(stem).compact.partial", "\(stem).scan")
+        return ("\(stem).cvshard", "\(stem).cvshard.partial", "\(stem).scan")
     }
 
     func path(_ key: ShardKey, sha256: [UInt8]) -> String {
-        "\(folder(key))/\(names(key, sha256: sha256).compact)"
+        "\(folder(key))/\(names(key, sha256: sha256).shard)"
     }
 
     /// The scan-file cache of that content: the evaluation form derived once, mapped on later loads.
@@ -30,8 +30,8 @@ struct ShardFiles: Sendable {
 
     /// Deletes the files of one content of shard `key` (complete, partial and scan file).
     func removeFiles(of key: ShardKey, content sha256: [UInt8]) {
-        let (compact, partial, scan) = names(key, sha256: sha256)
-        for name in [compact, partial, scan] { try? FileManager.default.removeItem(atPath: "\(folder(key))/\(name)") }
+        let (shard, partial, scan) = names(key, sha256: sha256)
+        for name in [shard, partial, scan] { try? FileManager.default.removeItem(atPath: "\(folder(key))/\(name)") }
     }
 
     /// Deletes the files of shard `key` (complete, partial and scan files) except those of `keeping`.
@@ -39,8 +39,8 @@ struct ShardFiles: Sendable {
         let folder = self.folder(key)
         let prefix = "shard-\(key.shard)-"
         let kept = keeping.map { sha -> [String] in
-            let (compact, partial, scan) = names(key, sha256: sha)
-            return [compact, partial, scan]
+            let (shard, partial, scan) = names(key, sha256: sha)
+            return [shard, partial, scan]
         } ?? []
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(prefix) {
             if kept.contains(name) { continue }

@@ -58,7 +58,11 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
             }
             disarm()
         case .body:
-            if let lingerDeadline { armLinger(context, until: lingerDeadline) }
+            if let lingerDeadline {
+                // Discarded here: nothing above reads the body of a request already answered.
+                armLinger(context, until: lingerDeadline)
+                return
+            }
         }
         context.fireChannelRead(data)
     }
