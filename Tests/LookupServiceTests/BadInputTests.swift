@@ -4,6 +4,7 @@ import LookupCluster
 import LookupDeployment
 import LookupProtocol
 import LookupService
+import ServiceCore
 import ServiceTestSupport
 import SwiftProtobuf
 import Testing

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import LookupClient
 import LookupService
+import ServiceCore
 import ServiceTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import LookupClient
 import LookupService
+import ServiceCore
 import ServiceTestSupport
 import Testing
 

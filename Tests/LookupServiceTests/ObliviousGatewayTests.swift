@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Gateway
 import LookupClient
 import LookupProtocol
 import LookupService
@@ -8,6 +9,7 @@ import LookupEngine
 import LookupStorage
 import NIOEmbedded
 import ObliviousHTTP
+import ServiceCore
 import ServiceTestSupport
 import ServiceLifecycle
 import Testing

@@ -3,6 +3,7 @@ import LookupClient
 import LookupProtocol
 import LookupService
 import PrivacyPass
+import ServiceCore
 import ServiceTestSupport
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import LookupClient
 import LookupProtocol
 import LookupService
 import Reports
+import ServiceCore
 import ServiceTestSupport
 import Testing
 import URLFilter

@@ -6,6 +6,7 @@ import LookupProtocol
 import LookupService
 import ServiceTestSupport
 import PIR
+import ServiceCore
 import SwiftProtobuf
 import Testing
 

@@ -3,6 +3,7 @@ import Foundation
 import LookupProtocol
 import LookupService
 import PIR
+import ServiceCore
 
 /// A small identity dataset processed into servable shard files, as `build-db` + `process-db` make them.
 public struct DemoDataset: Sendable {

@@ -5,6 +5,7 @@ import LookupClient
 import LookupEngine
 import LookupService
 import LookupStorage
+import ServiceCore
 import ServiceLifecycle
 import Synchronization
 

@@ -2,21 +2,12 @@ import Cluster
 import Foundation
 import LookupEngine
 import LookupProtocol
+import LookupWorker
 
 extension ClusterCoordinator {
     public func execute(_ query: ShardQuery) async throws -> ProtoPIRResponse {
         let shard = ShardKey(useCase: query.useCase, configID: query.configID, shard: query.shardIndex)
-        var request = Callveil_Cluster_V1_QueryRequest()
-        request.shard = shard.ref
-        request.query = query.query
-        switch query.key {
-        case .stored(let user, let identifier, let timestamp):
-            request.user = user
-            request.keyIdentifier = Data(identifier)
-            request.keyTimestamp = timestamp
-        case .inline(let key):
-            request.inlineKey = key
-        }
+        let request = query.wireRequest
         var tried = Set<String>()
         let deadline = ContinuousClock.now + options.requestTimeout
         for _ in 0..<options.maxAttempts {

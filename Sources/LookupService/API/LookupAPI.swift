@@ -5,6 +5,7 @@ import LookupEngine
 import LookupProtocol
 import LookupStorage
 import PIR
+import ServiceCore
 
 /// The three PIR endpoints of Live Caller ID Lookup as functions of decoded messages (SPEC-PIR §7.4–7.6),
 /// independent of HTTP: `/config`, `/key` and `/queries`.

@@ -2,6 +2,7 @@ import Foundation
 import LookupProtocol
 import LookupStorage
 import PrivacyPass
+import ServiceCore
 
 /// Verifies `Authorization: PrivateToken token=…` on the PIR endpoints (SPEC-PIR §7.3, §7.8): parses the token,
 /// finds its issuer key among the accepted ones, checks the signature, and spends the nonce (a token is good once).

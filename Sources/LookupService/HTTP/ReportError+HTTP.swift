@@ -1,4 +1,5 @@
 import Reports
+import ServiceCore
 
 extension ReportError {
     /// The answer: 400, 401, 413 or 415 with the code and reason.

@@ -1,4 +1,5 @@
 import Foundation
+import Gateway
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -9,6 +10,7 @@ import NIOCore
 import ObliviousHTTP
 import PIR
 import Reports
+import ServiceCore
 import ServiceLifecycle
 import Synchronization
 

@@ -30,12 +30,9 @@ extension ClusterWorker {
         if let (key, _) = ClusterLimits.validate(request.shard, needsHash: false),
            let sha = state.withLock({ $0.loaded[key] }),
            executor.holds(useCase: key.useCase, configID: key.configID, index: key.shard) {
-            let source: EvaluationKeySource = request.hasInlineKey ? .inline(request.inlineKey)
-                : .stored(user: request.user, identifier: [UInt8](request.keyIdentifier), timestamp: request.keyTimestamp)
             do {
                 reply.response = try await Self.$queryLink.withValue(link) {
-                    try await executor.execute(ShardQuery(useCase: key.useCase, configID: key.configID, shardIndex: key.shard,
-                                                          query: request.query, key: source))
+                    try await executor.execute(ShardQuery(wire: request, shard: key))
                 }
                 reply.sha256 = Data(sha)
             } catch {

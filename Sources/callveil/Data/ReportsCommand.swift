@@ -5,6 +5,7 @@ import Logging
 import LookupProtocol
 import LookupService
 import Reports
+import ServiceCore
 
 /// `callveil reports`: the operator's side of junk reports: list and aggregate them, export them, record manual
 /// decisions, publish the next blocking list and bring the block database to it, import the identification list.

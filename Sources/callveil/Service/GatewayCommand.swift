@@ -1,4 +1,5 @@
 import ArgumentParser
+import Gateway
 import Hummingbird
 import Logging
 import LookupService

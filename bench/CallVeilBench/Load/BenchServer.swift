@@ -7,6 +7,7 @@ import LookupCluster
 import LookupDeployment
 import LookupService
 import LookupWorker
+import ServiceCore
 import ServiceLifecycle
 
 /// The service the bench starts: an embedded coordinator with `workers` workers over inproc (0: in-process

@@ -1,4 +1,5 @@
 import Hummingbird
+import ServiceCore
 
 /// First link of the PIR endpoints' chain (SPEC-PIR §7.3): Privacy Pass verification.
 public struct PrivateTokenMiddleware: RouterMiddleware {

@@ -3,6 +3,7 @@ import Hummingbird
 import LookupEngine
 import NIOCore
 import Reports
+import ServiceCore
 
 /// The Call Directory feed an app downloads for its CallKit extension: `GET /call-directory/blocking` and
 /// `…/identification`, the whole list or the changes since a version (`since=`), at a fixed version (`version=`,

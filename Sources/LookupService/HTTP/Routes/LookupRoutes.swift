@@ -3,6 +3,7 @@ import Hummingbird
 import LookupEngine
 import LookupProtocol
 import NIOCore
+import ServiceCore
 import SwiftProtobuf
 
 /// The HTTP routes: the PIR endpoints behind their middleware chain (per-user limit → Privacy Pass →

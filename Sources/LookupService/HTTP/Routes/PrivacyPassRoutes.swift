@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import PrivacyPass
+import ServiceCore
 
 /// The token issuer's endpoints (SPEC-PIR §7.1, §7.8): the issuer directory, the token key of a user's tier,
 /// and issuance. User tokens arrive as `Authorization: Bearer <user token>` and map to tiers by the config.

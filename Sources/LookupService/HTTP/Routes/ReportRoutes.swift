@@ -4,6 +4,7 @@ import LookupEngine
 import LookupProtocol
 import NIOCore
 import Reports
+import ServiceCore
 import SwiftProtobuf
 import URLFilter
 

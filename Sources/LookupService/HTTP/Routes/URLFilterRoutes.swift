@@ -4,6 +4,7 @@ import Hummingbird
 import LookupEngine
 import LookupProtocol
 import NIOCore
+import ServiceCore
 import Synchronization
 import URLFilter
 

@@ -12,13 +12,13 @@ import Synchronization
 /// (`BodyAdmissionMiddleware`) still bound each request once started.
 public final class ConnectionGuard: Sendable {
     /// Time from accept to the first request's headers.
-    let handshakeTimeout: TimeAmount
+    package let handshakeTimeout: TimeAmount
     /// Time a connection may stay open with no request in progress.
-    let idleTimeout: TimeAmount
+    package let idleTimeout: TimeAmount
     /// Connections without a first request at most.
-    let maxUnproven: Int
+    package let maxUnproven: Int
     /// Called with the reason each time the guard closes a connection (`handshake`, `idle`, `evicted`).
-    let onClose: @Sendable (String) -> Void
+    package let onClose: @Sendable (String) -> Void
 
     private struct State {
         var connections: [ObjectIdentifier: Activity] = [:]
@@ -38,13 +38,13 @@ public final class ConnectionGuard: Sendable {
     }
 
     /// The handler to put first in each accepted connection's pipeline (before TLS).
-    func handler() -> ConnectionGuardHandler { ConnectionGuardHandler(guard: self) }
+    package func handler() -> ConnectionGuardHandler { ConnectionGuardHandler(guard: self) }
 
     /// Connections open now that have not started a request.
     public var unprovenCount: Int { state.withLock { $0.unproven.count } }
 
     /// One connection's requests in progress and timer; used on its event loop only.
-    final class Activity: @unchecked Sendable {
+    package final class Activity: @unchecked Sendable {
         let channel: any Channel
         var open = 0
         var proven = false
@@ -53,7 +53,7 @@ public final class ConnectionGuard: Sendable {
         init(channel: any Channel) { self.channel = channel }
     }
 
-    func opened(_ channel: any Channel) {
+    package func opened(_ channel: any Channel) {
         let activity = Activity(channel: channel)
         let evicted: (any Channel)? = state.withLock { s in
             s.connections[ObjectIdentifier(channel)] = activity
@@ -70,7 +70,7 @@ public final class ConnectionGuard: Sendable {
         arm(activity, after: handshakeTimeout, reason: "handshake")
     }
 
-    func closed(_ channel: any Channel) {
+    package func closed(_ channel: any Channel) {
         let activity = state.withLock { s in
             s.unproven.removeValue(forKey: ObjectIdentifier(channel))
             return s.connections.removeValue(forKey: ObjectIdentifier(channel))
@@ -80,23 +80,23 @@ public final class ConnectionGuard: Sendable {
 
     /// The connection a request channel belongs to: the channel of an HTTP/1.1 request, the parent of an HTTP/2
     /// stream (whose parent is itself a child of the listener).
-    static func connection(of channel: any Channel) -> ObjectIdentifier {
+    package static func connection(of channel: any Channel) -> ObjectIdentifier {
         if isStream(channel), let parent = channel.parent { return ObjectIdentifier(parent) }
         return ObjectIdentifier(channel)
     }
 
     /// Whether a request channel is an HTTP/2 stream (a child of a connection) rather than an HTTP/1.1 connection.
-    static func isStream(_ channel: any Channel) -> Bool {
+    package static func isStream(_ channel: any Channel) -> Bool {
         channel.parent?.parent != nil
     }
 
     /// The activity of the connection a request channel belongs to.
-    func activity(of channel: any Channel) -> Activity? {
+    package func activity(of channel: any Channel) -> Activity? {
         state.withLock { $0.connections[Self.connection(of: channel)] }
     }
 
     /// A request's headers arrived on `channel` (a connection or an HTTP/2 stream).
-    func requestStarted(on channel: any Channel) {
+    package func requestStarted(on channel: any Channel) {
         guard let activity = activity(of: channel) else { return }
         activity.open += 1
         activity.timer?.cancel()
@@ -104,14 +104,14 @@ public final class ConnectionGuard: Sendable {
     }
 
     /// A response with `status` is being sent on `channel`: a success proves the connection.
-    func responded(on channel: any Channel, status: Int) {
+    package func responded(on channel: any Channel, status: Int) {
         guard status < 400, let activity = activity(of: channel), !activity.proven else { return }
         activity.proven = true
         state.withLock { _ = $0.unproven.removeValue(forKey: ObjectIdentifier(activity.channel)) }
     }
 
     /// A request on `channel` ended (answered, or its stream or connection went away).
-    func requestEnded(on channel: any Channel) {
+    package func requestEnded(on channel: any Channel) {
         guard let activity = activity(of: channel) else { return }
         activity.open = max(activity.open - 1, 0)
         if activity.open == 0 { arm(activity, after: idleTimeout, reason: "idle") }
@@ -129,24 +129,24 @@ public final class ConnectionGuard: Sendable {
 }
 
 /// Registers its connection with the guard while the connection is open.
-final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
+package final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = NIOAny
 
     private let connectionGuard: ConnectionGuard
     private var registered = false
 
-    init(guard connectionGuard: ConnectionGuard) { self.connectionGuard = connectionGuard }
+    package init(guard connectionGuard: ConnectionGuard) { self.connectionGuard = connectionGuard }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { register(context) }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         register(context)
         context.fireChannelActive()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         if registered { connectionGuard.closed(context.channel) }
         registered = false
         context.fireChannelInactive()

@@ -1,5 +1,6 @@
 import DequeModule
 import Foundation
+import ServiceCore
 import Synchronization
 
 /// Remembers the encapsulated keys of requests the gateway opened, for `window`, so a relay or an observer that

@@ -14,11 +14,11 @@ public final class ClientConnections: Sendable {
         open.withLock { $0[ObjectIdentifier(channel)] }
     }
 
-    func register(_ connection: ClientConnection, for channel: any Channel) {
+    package func register(_ connection: ClientConnection, for channel: any Channel) {
         open.withLock { $0[ObjectIdentifier(channel)] = connection }
     }
 
-    func remove(_ channel: any Channel) {
+    package func remove(_ channel: any Channel) {
         open.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 }
@@ -34,7 +34,7 @@ public final class ClientConnection: Sendable {
 
     private let state = Mutex(State())
 
-    init() {}
+    package init() {}
 
     /// Whether the client has gone.
     public var isGone: Bool { state.withLock { $0.gone } }
@@ -57,7 +57,7 @@ public final class ClientConnection: Sendable {
         state.withLock { _ = $0.callbacks.removeValue(forKey: token) }
     }
 
-    func markGone() {
+    package func markGone() {
         let callbacks: [@Sendable () -> Void] = state.withLock { s in
             guard !s.gone else { return [] }
             s.gone = true

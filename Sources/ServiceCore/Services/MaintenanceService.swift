@@ -4,12 +4,19 @@ import ServiceLifecycle
 /// Periodic upkeep (hourly by default): for the service, deleting expired evaluation keys, rotating issuer and
 /// gateway keys that are due, forgetting the nonces of retired issuer keys; for a stand-alone gateway, rotating
 /// its keys. A failed pass is logged and retried at the next.
-struct MaintenanceService: Service {
-    let logger: Logger
-    var interval: Duration = .seconds(3600)
-    let work: @Sendable () async throws -> Void
+package struct MaintenanceService: Service {
+    package let logger: Logger
+    package var interval: Duration = .seconds(3600)
+    package let work: @Sendable () async throws -> Void
 
-    func run() async throws {
+    /// Upkeep that runs `work` every `interval`.
+    package init(logger: Logger, interval: Duration = .seconds(3600), work: @escaping @Sendable () async throws -> Void) {
+        self.logger = logger
+        self.interval = interval
+        self.work = work
+    }
+
+    package func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do { try await work() } catch {

@@ -1,6 +1,7 @@
 import Hummingbird
 import LookupEngine
 import NIOCore
+import ServiceCore
 
 /// The gateway's routes: `GET` of the key configurations (`application/ohttp-keys`, RFC 9458 §3) and `POST` of
 /// encapsulated requests (`message/ohttp-req` → `message/ohttp-res`). A request's body is read within `bodies`

@@ -4,36 +4,36 @@ import NIOHTTPTypes
 /// Watches one connection for its client going away: end of input (the client closed or half-closed its side;
 /// the server allows half-closure, so this is the only sign while a request is being computed), an error, or the
 /// channel closing. It registers the connection in `ClientConnections` for as long as the channel lives.
-final class ClientDisconnectHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
+package final class ClientDisconnectHandler: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPRequestPart
+    package typealias InboundOut = HTTPRequestPart
 
     private let connections: ClientConnections
     private let connection = ClientConnection()
 
-    init(connections: ClientConnections) {
+    package init(connections: ClientConnections) {
         self.connections = connections
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         connections.register(connection, for: context.channel)
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         connections.remove(context.channel)
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case ChannelEvent.inputClosed = event { connection.markGone() }
         context.fireUserInboundEventTriggered(event)
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         connection.markGone()
         context.fireErrorCaught(error)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         connection.markGone()
         connections.remove(context.channel)
         context.fireChannelInactive()

@@ -1,4 +1,5 @@
 import ObliviousHTTP
+import ServiceCore
 
 /// Where the gateway sends the Binary HTTP requests it opened: the service in this process, or allow-listed
 /// origins over HTTP. A target answers every request with a response (errors of the target become 5xx

@@ -3,6 +3,7 @@ import Logging
 import LookupEngine
 import LookupStorage
 import ObliviousHTTP
+import ServiceCore
 import Synchronization
 
 /// The Oblivious HTTP gateway resource (RFC 9458 §5): opens `message/ohttp-req` bodies with the key ring,

@@ -11,9 +11,9 @@ import NIOSSL
 /// a listener behind a TLS terminator); or TLS with ALPN offering `h2` and `http/1.1` (Apple's relay speaks HTTP/2
 /// to a gateway). Every accepted connection gets the `ConnectionGuard` first (before TLS), and every HTTP/1.1
 /// connection or HTTP/2 stream the same per-request channel handlers.
-enum PublicListener {
+package enum PublicListener {
     /// The server builder for `http`; `handlers` makes the per-connection (per-stream) handlers.
-    static func server(_ http: ServiceConfig.HTTPSettings, idleTimeout: TimeAmount, connectionGuard: ConnectionGuard,
+    package static func server(_ http: ServiceConfig.HTTPSettings, idleTimeout: TimeAmount, connectionGuard: ConnectionGuard,
                        handlers: @escaping @Sendable () -> [any RemovableChannelHandler]) throws -> HTTPServerBuilder {
         let stream = HTTP1Channel.Configuration(additionalChannelHandlers: handlers(), idleTimeout: idleTimeout)
         let idle = Duration.nanoseconds(idleTimeout.nanoseconds)
@@ -50,7 +50,7 @@ enum PublicListener {
     /// The guard of a listener with `http`'s limits: the first request within `http.handshakeTimeoutSeconds`
     /// (default: the request timeout, at most 10 s), idle connections closed after the request timeout, and at
     /// most half of `maxConnections` held by connections without a request.
-    static func connectionGuard(_ http: ServiceConfig.HTTPSettings, onClose: @escaping @Sendable (String) -> Void) -> ConnectionGuard {
+    package static func connectionGuard(_ http: ServiceConfig.HTTPSettings, onClose: @escaping @Sendable (String) -> Void) -> ConnectionGuard {
         let request = http.requestTimeoutSeconds ?? 30
         let handshake = http.handshakeTimeoutSeconds ?? min(request, 10)
         return ConnectionGuard(handshakeTimeout: .milliseconds(Int64(handshake * 1000)), idleTimeout: .milliseconds(Int64(request * 1000)),
@@ -59,17 +59,17 @@ enum PublicListener {
 }
 
 /// A server child channel that puts the connection guard first in the pipeline, then sets up `inner`.
-struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
-    typealias Value = Inner.Value
-    let inner: Inner
-    let connectionGuard: ConnectionGuard
+package struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
+    package typealias Value = Inner.Value
+    package let inner: Inner
+    package let connectionGuard: ConnectionGuard
 
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+    package func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let inner = self.inner
         return channel.pipeline.addHandler(connectionGuard.handler()).flatMap { inner.setup(channel: channel, logger: logger) }
     }
 
-    func handle(value: Value, logger: Logger) async {
+    package func handle(value: Value, logger: Logger) async {
         await inner.handle(value: value, logger: logger)
     }
 }

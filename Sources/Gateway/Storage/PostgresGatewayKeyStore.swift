@@ -2,6 +2,7 @@ import Foundation
 import LookupStorage
 import NIOCore
 import PostgresNIO
+import ServiceCore
 
 /// The Oblivious HTTP gateway keys of every gateway in the shared store, sealed at rest (`StoreSealing`, bound
 /// to the key id). Rotation is decided once: `ensure` reads the stored keys under an advisory lock, applies the

@@ -4,6 +4,7 @@ import LookupEngine
 import NIOCore
 import NIOHTTP1
 import ObliviousHTTP
+import ServiceCore
 
 /// The target of a stand-alone gateway: allow-listed origins over HTTP (HTTP/2 when an `https` origin offers
 /// it). The inner request's `:authority` picks the target; an authority no target names goes to the default

@@ -10,11 +10,11 @@ import NIOHTTPTypes
 /// instead, reading and discarding the rest of the body (closing at once would reset a socket with unread bytes, and
 /// the client could lose the response it has not read yet): it closes when no byte arrives for `linger` or the
 /// request timeout passes, and serves its next request if the body ends first.
-final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPRequestPart
+    package typealias InboundOut = HTTPRequestPart
+    package typealias OutboundIn = HTTPResponsePart
+    package typealias OutboundOut = HTTPResponsePart
 
     private let timeout: TimeAmount
     private let connectionGuard: ConnectionGuard?
@@ -24,22 +24,22 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var bodyEnded = true
     private var lingerDeadline: NIODeadline?
     /// How long a lingering HTTP/1.1 connection waits for the next byte of a body it answered early.
-    static let linger = TimeAmount.seconds(2)
+    package static let linger = TimeAmount.seconds(2)
 
-    init(timeout: TimeAmount, connectionGuard: ConnectionGuard? = nil, onTimeout: @escaping @Sendable () -> Void = {}) {
+    package init(timeout: TimeAmount, connectionGuard: ConnectionGuard? = nil, onTimeout: @escaping @Sendable () -> Void = {}) {
         self.timeout = timeout
         self.connectionGuard = connectionGuard
         self.onTimeout = onTimeout
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { arm(context) }
+    package func handlerAdded(context: ChannelHandlerContext) { arm(context) }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         disarm()
         endRequest(context)
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
             bodyEnded = false
@@ -67,7 +67,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.fireChannelRead(data)
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let response): connectionGuard?.responded(on: context.channel, status: response.status.code)
         case .end:
@@ -91,7 +91,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.write(data, promise: promise)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         disarm()
         endRequest(context)
         context.fireChannelInactive()

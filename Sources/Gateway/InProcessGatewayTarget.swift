@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import ObliviousHTTP
+import ServiceCore
 
 /// The target of a gateway co-located with the service: the inner request is handed to the service's router in
 /// this process (its middleware included: tokens, limits, metrics), with no socket in between.

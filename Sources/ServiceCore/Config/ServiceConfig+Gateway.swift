@@ -69,7 +69,7 @@ extension ServiceConfig {
 
 extension ServiceConfig.Gateway {
     /// The HPKE suites by the names the config uses.
-    static let suiteNames: [String: OHTTPSuite] = [
+    package static let suiteNames: [String: OHTTPSuite] = [
         "X25519-SHA256-AES128GCM": .x25519AES128GCM,
         "X25519-SHA256-AES256GCM": OHTTPSuite(kem: 0x0020, kdf: 0x0001, aead: 0x0002),
         "X25519-SHA256-CHACHA20POLY1305": .x25519ChaChaPoly,
@@ -91,19 +91,8 @@ extension ServiceConfig.Gateway {
     /// Largest encapsulated request.
     public var requestLimit: Int { maxRequestBytes ?? (10 << 20) + (64 << 10) }
 
-    /// The key ring these settings describe: in the key directory, or (`shared`) filled from the shared store.
-    public func makeKeyRing(shared: Bool) throws -> GatewayKeyRing {
-        try GatewayKeyRing(directory: shared ? nil : keyDirectory ?? "gateway-keys", lifetime: lifetime, overlap: overlap,
-                           suites: offeredSuites, maxRequestBytes: requestLimit)
-    }
-
     /// The response size classes in force.
     public var sizeClasses: [Int] { responseSizeClasses ?? [1024, 4096, 16384, 65536] }
-
-    /// The replay cache these settings describe.
-    public func makeReplayCache() -> GatewayReplayCache {
-        GatewayReplayCache(window: TimeInterval(replayWindowSeconds ?? 600), capacity: maxReplayEntries ?? 1_000_000)
-    }
 
     /// Checks paths, suites, bounds and targets.
     public func validate() throws {

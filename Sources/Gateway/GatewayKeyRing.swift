@@ -3,6 +3,7 @@ import Foundation
 import LookupEngine
 import LookupStorage
 import ObliviousHTTP
+import ServiceCore
 import Synchronization
 
 /// The Oblivious HTTP gateway's keys, persistent and rotated with overlap.

@@ -5,6 +5,7 @@ import Logging
 import LookupEngine
 import LookupStorage
 import NIOCore
+import ServiceCore
 import ServiceLifecycle
 
 /// `callveil gateway`: a stand-alone Oblivious HTTP gateway in front of lookup services on other hosts. It

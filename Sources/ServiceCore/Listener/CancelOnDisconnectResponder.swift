@@ -4,14 +4,21 @@ import LookupEngine
 /// Runs each request's handler in a task that is cancelled when the client goes away, so that work for a client
 /// that can no longer receive the answer stops: a query waiting for the compute pool is dropped before it starts,
 /// and a query between phases stops there. Hummingbird itself lets a handler run on after its client has gone.
-struct CancelOnDisconnectResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == LookupRequestContext {
-    typealias Context = LookupRequestContext
+package struct CancelOnDisconnectResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == LookupRequestContext {
+    package typealias Context = LookupRequestContext
 
-    let inner: Inner
-    let connections: ClientConnections
-    let metrics: ServiceMetrics
+    package let inner: Inner
+    package let connections: ClientConnections
+    package let metrics: ServiceMetrics
 
-    func respond(to request: Request, context: LookupRequestContext) async throws -> Response {
+    /// A responder that runs `inner`'s handlers in tasks cancelled when their client is gone.
+    package init(inner: Inner, connections: ClientConnections, metrics: ServiceMetrics) {
+        self.inner = inner
+        self.connections = connections
+        self.metrics = metrics
+    }
+
+    package func respond(to request: Request, context: LookupRequestContext) async throws -> Response {
         guard let connection = connections.connection(of: context.channel) else {
             return try await inner.respond(to: request, context: context)
         }

@@ -39,10 +39,10 @@ public struct BodyAdmissionMiddleware: RouterMiddleware {
         }
     }
 
-    let bounds: Bounds
-    let limit: Int
-    let refusal: @Sendable (Refusal) -> Response?
-    let metrics: ServiceMetrics?
+    package let bounds: Bounds
+    package let limit: Int
+    package let refusal: @Sendable (Refusal) -> Response?
+    package let metrics: ServiceMetrics?
 
     /// Bodies of at most `limit` bytes within `bounds`; `refusal` may answer a refusal in the route's format.
     public init(bounds: Bounds, limit: Int, metrics: ServiceMetrics? = nil, refusal: @escaping @Sendable (Refusal) -> Response? = { _ in nil }) {
@@ -99,14 +99,14 @@ public struct BodyAdmissionMiddleware: RouterMiddleware {
     }
 
     /// Set once the body's time ran out.
-    final class Flag: Sendable {
+    package final class Flag: Sendable {
         private let value = Mutex(false)
         func set() { value.withLock { $0 = true } }
         var isSet: Bool { value.withLock { $0 } }
     }
 
     /// The bytes one request holds in the port's and its connection's budgets.
-    final class Held: Sendable {
+    package final class Held: Sendable {
         let bounds: Bounds
         let connection: ObjectIdentifier
         private let taken = Mutex(0)
@@ -144,7 +144,7 @@ public final class ConnectionBudgets: Sendable {
     /// Budgets of `capacity` bytes per connection.
     public init(capacity: Int) { self.capacity = max(capacity, 1) }
 
-    func tryReserve(_ units: Int, for connection: ObjectIdentifier) -> Bool {
+    package func tryReserve(_ units: Int, for connection: ObjectIdentifier) -> Bool {
         used.withLock { used in
             let now = used[connection, default: 0]
             guard now + units <= capacity else { return false }
@@ -153,7 +153,7 @@ public final class ConnectionBudgets: Sendable {
         }
     }
 
-    func release(_ units: Int, for connection: ObjectIdentifier) {
+    package func release(_ units: Int, for connection: ObjectIdentifier) {
         guard units > 0 else { return }
         used.withLock { used in
             let left = used[connection, default: 0] - units

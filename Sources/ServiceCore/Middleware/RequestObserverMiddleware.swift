@@ -5,8 +5,8 @@ import LookupEngine
 /// Outermost middleware: turns every error into an HTTP answer with a reason (library errors on client
 /// input are 400, anything unexpected 500 without details), and records metrics per route and status.
 public struct RequestObserverMiddleware: RouterMiddleware {
-    let metrics: ServiceMetrics
-    static let routes: Set<String> = [
+    package let metrics: ServiceMetrics
+    package static let routes: Set<String> = [
         "/config", "/key", "/queries", "/healthz", "/metrics", "/.well-known/private-token-issuer-directory",
         "/token-key-for-user-token", "/issue", "/ohttp-gateway", "/ohttp-configs",
     ]

@@ -98,7 +98,7 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
 
     /// The file with `users` and `usecases` added as empty lists when absent (a `callveil gateway` file has
     /// neither); anything not a JSON object is left to the decoder to refuse.
-    static func withDefaultLists(_ data: Data) -> Data {
+    package static func withDefaultLists(_ data: Data) -> Data {
         guard var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
               object["users"] == nil || object["usecases"] == nil else { return data }
         object["users"] = object["users"] ?? [Any]()
@@ -160,16 +160,6 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         try reports?.validate()
         try callDirectory?.validate()
         try urlFilter?.validate()
-    }
-
-    /// The `/issue` rate of each tier that has one.
-    public var issueRates: [String: IssuanceLimiter.Rate] {
-        var rates: [String: IssuanceLimiter.Rate] = [:]
-        for tier in users {
-            guard let perSecond = tier.issuePerSecond else { continue }
-            rates[tier.tier] = .init(perSecond: perSecond, burst: Double(tier.issueBurst ?? max(Int(perSecond * 10), 10)))
-        }
-        return rates
     }
 
     /// The tier of each user token; a token listed under several tiers keeps the last.
