@@ -7,7 +7,7 @@ DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iprout
 PY_PACKAGES := pyhpke==0.6.5 httpx==0.28.1 h2==4.4.1 cryptography==50.0.2
 VENV := .build-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-SWIFT_TEST_FLAGS ?= --parallel
+SWIFT_TEST_FLAGS ?= --parallel --experimental-maximum-parallelization-width 3
 
 .PHONY: deps test run bench build clean cluster-test chaos fuzz overload
 
@@ -26,6 +26,7 @@ build:
 	swift build
 
 test: deps
+	python3 scripts/check-layout.py
 	bash scripts/swift-test.sh $(SWIFT_TEST_FLAGS)
 	@if ip netns add callveil-probe 2>/dev/null; then ip netns del callveil-probe; \
 	  $(MAKE) --no-print-directory cluster-test && $(MAKE) --no-print-directory chaos; \

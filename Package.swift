@@ -1,20 +1,25 @@
 // swift-tools-version:6.1
 // CallVeil: a scalable backend for iPhone Live Caller ID Lookup.
 //
-// Modules, lowest first (a module never imports one above it):
-//   CKernels       C kernels with run-time CPU dispatch (AVX-512 or portable): 32-bit NTT, the PIR scan block
-//   BFV            modular arithmetic, RNS polynomials, NTT, the BFV scheme, byte serialization
-//   PIR            keyword hashing, cuckoo tables, database encoding, MulPIR server core and client
-//   LookupProtocol protobuf messages of the wire protocol and conversions to engine types
-//   PrivacyPass    Privacy Pass token type 2 (blind RSA): token keys, requests, issuance, tokens, verification
-//   ZeroMQ, LZ4    Swift wrappers over libzmq and liblz4 (system-library targets CZeroMQ, CLZ4)
-//   Cluster        coordinator-worker transport: socket loops, message codec, compact shards, transfer, placement
-//   LookupService  the Live Caller ID Lookup HTTP service: use cases, evaluation-key and nonce stores (SQLite or
-//                  PostgreSQL), query execution
-//   LookupCluster  the cluster roles: coordinator (membership, reconciliation, routing, transfer, keys, health) and
-//                  worker, the desired-state store, the cluster config; a ShardExecutor for LookupService
-//   LookupClient   a device-like client over HTTP (config sync, key upload, queries), for tools and tests
-//   callveil       the command-line executable (serve, coordinator, worker, build-db, process-db, query)
+// Modules, lowest first (a module never imports one above it; `scripts/check-layout.py` checks it and prints the
+// ladder with levels):
+//   CKernels        C kernels with run-time CPU dispatch (AVX-512 or portable): 32-bit NTT, the PIR scan block
+//   PrivacyPass     Privacy Pass token type 2 (blind RSA); ObliviousHTTP: Binary HTTP and Oblivious HTTP
+//   BFV             modular arithmetic, RNS polynomials, NTT, the BFV scheme, byte serialization
+//   ZeroMQ, LZ4     Swift wrappers over libzmq and liblz4 (system-library targets CZeroMQ, CLZ4)
+//   PIR             keyword hashing, cuckoo tables, database encoding, MulPIR server core and client, shard files
+//   LookupProtocol  the wire: protobuf messages and their conversions to engine types
+//   Dataset         dataset input, builds, manifests, deltas, the report list's overlay; URLFilter: URL lists
+//   Cluster         coordinator-worker transport: socket loops, message codec, shard transfer, placement
+//   LookupEngine    shard execution, the compute pool, use cases, the key cache and store protocols, EngineError
+//   LookupClient    a device-like client over HTTP (config sync, key upload, queries)
+//   LookupStorage   SQLite and PostgreSQL stores; LookupWorker: the worker role (no HTTP, no SQL)
+//   Reports         reports, the blocking policy and list, the Call Directory; LookupCluster: the coordinator role
+//   ServiceCore     the service config, the listener and its guards, middleware, HTTP errors
+//   Gateway         the Oblivious HTTP gateway
+//   LookupService   the Live Caller ID Lookup HTTP service (API, Privacy Pass, routes, LookupServer)
+//   LookupDeployment the embedded cluster behind the HTTP service
+//   callveil        the operator's executable; bench/: LoadGeneration and callveil-bench (the test rigs)
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -293,7 +298,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "PIRTests",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "ConformanceSupport"],
+            dependencies: ["BFV", "CKernels", "PIR", "LookupProtocol", "Dataset", "ConformanceSupport"],
             swiftSettings: strict),
         .target(
             name: "ServiceTestSupport",
@@ -308,7 +313,7 @@ let package = Package(
         .testTarget(
             name: "LookupServiceTests",
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage", "Reports", "LookupWorker",
-                           "ServiceCore", "Gateway", "LookupService", "LookupCluster", "LookupDeployment", "LookupClient", "ConformanceSupport", "ObliviousHTTP",
+                           "ServiceCore", "Gateway", "LookupService", "LookupCluster", "LookupDeployment", "LookupClient", "ConformanceSupport", "ObliviousHTTP", "PrivacyPass",
                            "ServiceTestSupport", "LoadGeneration",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "GRDB", package: "GRDB.swift"),

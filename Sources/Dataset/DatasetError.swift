@@ -1,22 +1,38 @@
 import LookupProtocol
-/// Why a dataset could not be read, processed or updated. Each case has a stable code for scripts and logs.
-public enum DatasetError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// An input file could not be opened or read.
-    case unreadable(path: String, why: String)
-    /// Input lines that are not rows; each with its 1-based line number (at most the first 100 are kept).
-    case malformedLines([LineProblem])
-    /// Two rows have the same keyword (or 64-bit keyword hash).
-    case duplicateKeyword(line: Int, firstLine: Int)
-    /// A manifest or a file it lists is missing, malformed or does not match its recorded size or SHA-256.
-    case badManifest(String)
-    /// A delta cannot be applied to the previous version (a removal of an absent keyword, an addition of a present one).
-    case deltaConflict(line: Int, why: String)
-    /// A row or shard cannot be processed (a value too large, a cuckoo table that cannot hold the shard).
-    case processing(String)
+
+/// Why a dataset could not be read, processed or updated, with a stable code for scripts and logs (in the style of
+/// swift-certificates' `CertificateError`: compare codes, not messages). The description starts with the code's
+/// name in brackets, `[dataset.malformed-lines] …`.
+public struct DatasetError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable error code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        fileprivate enum Base: String, Sendable {
+            case unreadable = "dataset.unreadable", malformedLines = "dataset.malformed-lines",
+                 duplicateKeyword = "dataset.duplicate-keyword", badManifest = "dataset.bad-manifest",
+                 deltaConflict = "dataset.delta-conflict", processing = "dataset.processing"
+        }
+
+        fileprivate let base: Base
+        fileprivate init(_ base: Base) { self.base = base }
+        /// The code's name, stable across releases.
+        public var description: String { base.rawValue }
+        /// An input file could not be opened or read.
+        public static let unreadable = Code(.unreadable)
+        /// Lines that do not parse (at most 100 are kept, each with its line number).
+        public static let malformedLines = Code(.malformedLines)
+        /// A keyword (or its 64-bit hash) appears twice.
+        public static let duplicateKeyword = Code(.duplicateKeyword)
+        /// A manifest or a file it names is missing, damaged or inconsistent.
+        public static let badManifest = Code(.badManifest)
+        /// A delta line that cannot apply to the previous version.
+        public static let deltaConflict = Code(.deltaConflict)
+        /// Processing failed (parameters, placement, writing).
+        public static let processing = Code(.processing)
+    }
 
     /// One malformed input line.
-    public struct LineProblem: Equatable, Sendable, CustomStringConvertible {
-        /// 1-based line number in the input file.
+    public struct LineProblem: Hashable, Sendable, CustomStringConvertible {
+        /// 1-based line number.
         public let line: Int
         /// What is wrong with it.
         public let why: String
@@ -30,28 +46,44 @@ public enum DatasetError: Error, Equatable, Sendable, CustomStringConvertible {
         public var description: String { "line \(line): \(why)" }
     }
 
-    /// A stable identifier of the error's kind.
-    public var code: String {
-        switch self {
-        case .unreadable: return "dataset.unreadable"
-        case .malformedLines: return "dataset.malformed-lines"
-        case .duplicateKeyword: return "dataset.duplicate-keyword"
-        case .badManifest: return "dataset.bad-manifest"
-        case .deltaConflict: return "dataset.delta-conflict"
-        case .processing: return "dataset.processing"
-        }
+    /// What went wrong.
+    public let code: Code
+    /// The malformed lines, for `malformedLines`; empty otherwise.
+    public let problems: [LineProblem]
+    /// The reason, with the code in brackets.
+    public let description: String
+
+    private init(_ code: Code, _ reason: String, problems: [LineProblem] = []) {
+        self.code = code
+        self.problems = problems
+        description = "[\(code)] \(reason)"
     }
 
-    public var description: String {
-        switch self {
-        case let .unreadable(path, why): return "[\(code)] cannot read \(path): \(why)"
-        case .malformedLines(let problems):
-            let shown = problems.prefix(20).map(\.description).joined(separator: "; ")
-            return "[\(code)] \(problems.count) malformed line(s)\(problems.count >= 100 ? " (first 100 kept)" : ""): \(shown)"
-        case let .duplicateKeyword(line, first): return "[\(code)] line \(line) repeats the keyword (or its 64-bit hash) of line \(first)"
-        case .badManifest(let why): return "[\(code)] \(why)"
-        case let .deltaConflict(line, why): return "[\(code)] delta line \(line): \(why)"
-        case .processing(let why): return "[\(code)] \(why)"
-        }
+    /// An input file could not be opened or read.
+    public static func unreadable(path: String, why: String) -> DatasetError {
+        DatasetError(.unreadable, "cannot read \(path): \(why)")
     }
+
+    /// Lines that do not parse.
+    public static func malformedLines(_ problems: [LineProblem]) -> DatasetError {
+        let shown = problems.prefix(20).map(\.description).joined(separator: "; ")
+        return DatasetError(.malformedLines, "\(problems.count) malformed line(s)\(problems.count >= 100 ? " (first 100 kept)" : ""): \(shown)",
+                            problems: problems)
+    }
+
+    /// A keyword (or its hash) on `line` repeats the one on `firstLine`.
+    public static func duplicateKeyword(line: Int, firstLine: Int) -> DatasetError {
+        DatasetError(.duplicateKeyword, "line \(line) repeats the keyword (or its 64-bit hash) of line \(firstLine)")
+    }
+
+    /// A manifest problem.
+    public static func badManifest(_ why: String) -> DatasetError { DatasetError(.badManifest, why) }
+
+    /// A delta line that cannot apply.
+    public static func deltaConflict(line: Int, why: String) -> DatasetError {
+        DatasetError(.deltaConflict, "delta line \(line): \(why)")
+    }
+
+    /// Processing failed.
+    public static func processing(_ why: String) -> DatasetError { DatasetError(.processing, why) }
 }

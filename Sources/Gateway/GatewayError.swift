@@ -1,4 +1,5 @@
 import ServiceCore
+
 /// Why the gateway could not carry a request, with a stable code. Errors before the request opened are answered
 /// in the clear (the client cannot read anything else); errors after are answered inside the encapsulation.
 public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import LookupEngine
+
 /// What a shard executor is built over: the service's evaluation-key store, and the shared PostgreSQL store
 /// when the config names one (a cluster coordinator keeps its desired state and leadership there).
 public struct ExecutorEnvironment: Sendable {

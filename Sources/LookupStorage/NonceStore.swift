@@ -1,4 +1,5 @@
 import LookupEngine
+
 /// The spent-token nonces (RFC 9577 double-spend protection). `spend` is atomic: of several concurrent calls
 /// with the same nonce exactly one returns true. Nonces are kept per issuer key while that key is accepted, at
 /// most a bounded number per key, and forgetting a retired key's nonces is cheap; an interface so several

@@ -1,4 +1,5 @@
 import LookupEngine
+
 /// A failure of a durable store (SQLite or PostgreSQL) or of its configuration, with a stable code that logs,
 /// metrics and tests can match on. Carries no key, token or user bytes.
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {

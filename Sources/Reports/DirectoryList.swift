@@ -1,5 +1,6 @@
 import LookupEngine
 import LookupStorage
+
 /// The versioned public lists the Call Directory feed serves: every publication that changes a list makes its
 /// next version, and every version stays readable, so an app pages through a fixed version and asks later for the
 /// changes since it.

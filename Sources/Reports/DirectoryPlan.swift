@@ -1,5 +1,6 @@
 import LookupEngine
 import LookupStorage
+
 /// How a list's present entries become the desired ones: numbers whose label changed or that left are removed,
 /// numbers whose label changed or that are new are added, kept numbers only get their reason refreshed. One plan
 /// for every store, so they cannot disagree on what a publication changes.

@@ -1,4 +1,5 @@
 import LookupProtocol
+
 /// Punycode (RFC 3492) encoding of one domain label, for the `xn--` labels of internationalized host names:
 /// `NEURLFilterManager` Punycodes the URLs it checks, so a URL list must be in the same form.
 public enum Punycode {

@@ -135,8 +135,8 @@ struct ClusterTests {
                             let value = try await device.lookup(Array(record.number.utf8), in: DemoDataset.block)
                             if value != [record.block ? 1 : 0] { failures.add() }
                             return
-                        } catch LookupClientError.unavailable(_, let retryAfter?, _) where attempt < 3 {
-                            try await Task.sleep(for: .seconds(retryAfter))
+                        } catch let error as LookupClientError where error.code == .unavailable && error.retryAfter != nil && attempt < 3 {
+                            try await Task.sleep(for: .seconds(error.retryAfter ?? 1))
                         } catch {
                             print("failover: lookup \(i) failed: \(error)")
                             failures.add()

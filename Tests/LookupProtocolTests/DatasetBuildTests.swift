@@ -238,7 +238,8 @@ struct DatasetBuildTests {
         #expect {
             try builder.build(input: "\(root)/bad.csv")
         } throws: { error in
-            guard case .malformedLines(let problems) = error as? DatasetError else { return false }
+            guard let error = error as? DatasetError, error.code == .malformedLines else { return false }
+            let problems = error.problems
             return problems.map(\.line) == [4, 8, 10]
         }
         lines = try String(contentsOfFile: "\(root)/good.csv", encoding: .utf8).split(separator: "\n").map(String.init)

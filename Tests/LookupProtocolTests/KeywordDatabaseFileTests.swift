@@ -10,10 +10,10 @@ func keywordDatabaseCSV() throws {
     #expect(rows[0].keyword == Array("+14085551212".utf8))
     #expect(rows[0].value == [1])
     #expect(rows[1].value == [0, 1])
-    #expect(throws: KeywordDatabaseFile.ReadError.malformedLine(line: 2, why: "expected `keyword,value`")) {
+    #expect(throws: DatasetError.malformedLines([.init(line: 2, why: "expected `keyword,value`")])) {
         try KeywordDatabaseFile.parseCSV("keyword,value\n+1408,01,02\n")
     }
-    #expect(throws: KeywordDatabaseFile.ReadError.malformedLine(line: 1, why: "value is neither hex nor base64")) {
+    #expect(throws: DatasetError.malformedLines([.init(line: 1, why: "value is neither hex nor base64")])) {
         try KeywordDatabaseFile.parseCSV("+1408,@@@\n")
     }
 }

@@ -1,5 +1,6 @@
 import BFV
 import LookupProtocol
+
 @testable import PIR
 import Testing
 

@@ -330,18 +330,18 @@ public struct LoadGenerator: Sendable {
                 let value = try await device.lookup(keyword, in: useCase)
                 if failedUnavailable { shared.state.withLock { $0.retriedSucceeded += 1 } }
                 return (value, seconds(await device.lastExchange))
-            } catch LookupClientError.unavailable(let status, let retryAfter, let body) {
-                guard let retryAfter else {
+            } catch let error as LookupClientError where error.code == .unavailable {
+                guard let retryAfter = error.retryAfter else {
                     shared.state.withLock { $0.unavailableWithoutRetryAfter += 1 }
-                    throw LookupClientError.unavailable(status: status, retryAfter: nil, body: body)
+                    throw error
                 }
                 shared.state.withLock { $0.unavailable += 1 }
                 failedUnavailable = true
-                guard attempt < retry.retries else { throw LookupClientError.unavailable(status: status, retryAfter: retryAfter, body: body) }
+                guard attempt < retry.retries else { throw error }
                 try await Task.sleep(for: .seconds(min(retryAfter, retry.maxWaitSeconds)))
-            } catch LookupClientError.http(410, let body) {
+            } catch let error as LookupClientError where error.code == .http && error.status == 410 {
                 shared.state.withLock { $0.configRefreshes += 1 }
-                guard attempt < max(retry.retries, 1) else { throw LookupClientError.http(status: 410, body: body) }
+                guard attempt < max(retry.retries, 1) else { throw error }
                 try await device.syncConfig([useCase])
             }
             attempt += 1

@@ -1,26 +1,15 @@
-import LookupProtocol
 import Foundation
+import LookupProtocol
 import PIR
 
 /// Reads keyword databases for processing: the protobuf `KeywordDatabase` (`.binpb`) and a CSV of
 /// `keyword,value` lines where the value is hex or base64 (a `keyword,…` header line is skipped).
 public enum KeywordDatabaseFile {
-    /// Errors reading a database file, with the line they come from.
-    public enum ReadError: Error, Equatable, CustomStringConvertible {
-        case unreadable(String)
-        case malformedLine(line: Int, why: String)
-
-        public var description: String {
-            switch self {
-            case .unreadable(let why): return "cannot read keyword database: \(why)"
-            case let .malformedLine(line, why): return "line \(line): \(why)"
-            }
-        }
-    }
-
     /// Rows of the file at `path` (format from the extension: `.csv`, else protobuf).
     public static func read(path: String) throws -> [(keyword: [UInt8], value: [UInt8])] {
-        guard let data = FileManager.default.contents(atPath: path) else { throw ReadError.unreadable(path) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw DatasetError.unreadable(path: path, why: "no such file or not readable")
+        }
         if path.hasSuffix(".csv") { return try parseCSV(String(decoding: data, as: UTF8.self)) }
         let database = try ProtoKeywordDatabase(serializedBytes: [UInt8](data))
         return database.rows.map { ([UInt8]($0.keyword), [UInt8]($0.value)) }
@@ -35,7 +24,7 @@ public enum KeywordDatabaseFile {
             switch parsed {
             case .none: continue
             case .row(let keyword, let value): rows.append((keyword, value))
-            case .problem(let why): throw ReadError.malformedLine(line: i + 1, why: why)
+            case .problem(let why): throw DatasetError.malformedLines([.init(line: i + 1, why: why)])
             }
         }
         return rows

@@ -1,4 +1,5 @@
 import LookupProtocol
+
 /// Field handling for the CSV inputs, on Unicode scalars instead of Foundation: `trimmingCharacters(in:
 /// .whitespaces)` bridged every field through `NSString` and was 40% of `build-db`'s time at 10 M rows.
 package enum CSVField {

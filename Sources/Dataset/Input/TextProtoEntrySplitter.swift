@@ -1,4 +1,5 @@
 import LookupProtocol
+
 /// Splits text-format `InputIdentities` into its top-level fields (one `identities { … }` map entry each) as the
 /// lines go by, so a file of any size is parsed one entry at a time. It follows what the text format allows
 /// around fields: `{ }` and `< >` nesting, `"…"` and `'…'` strings with backslash escapes (never across a line)

@@ -1,4 +1,5 @@
 import LookupProtocol
+
 /// What changed between two dataset versions, from their manifests alone: options, config id, and per shard
 /// whether its content changed and by how many rows. A shard whose content hash is the same moves nowhere.
 public struct ManifestDiff: Sendable, Equatable {

@@ -69,10 +69,10 @@ public final class ComputePool: Sendable {
         var cancelled = 0
 
         mutating func count(_ reason: ComputePoolError) {
-            switch reason {
+            switch reason.code {
             case .deadlinePassed: expired += 1
             case .cancelled: cancelled += 1
-            case .busy: break
+            default: break
             }
         }
 
@@ -205,19 +205,43 @@ extension ComputePool {
 }
 
 /// Why the compute pool did not run a job.
-public enum ComputePoolError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The lane's queue is full: the process is saturated now.
-    case busy(ComputePool.Lane)
-    /// The job waited in the queue past its deadline.
-    case deadlinePassed
-    /// The caller went away before the job started.
-    case cancelled
-
-    public var description: String {
-        switch self {
-        case .busy(let lane): return "compute queue full (\(lane))"
-        case .deadlinePassed: return "waited too long for compute"
-        case .cancelled: return "cancelled before it started"
+public struct ComputePoolError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable error code, in the style of swift-certificates' `CertificateError`: compare codes, not messages.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        fileprivate enum Base: String, Sendable {
+            case busy, deadlinePassed, cancelled
         }
+
+        fileprivate let base: Base
+        fileprivate init(_ base: Base) { self.base = base }
+        /// The code's name, stable across releases.
+        public var description: String { base.rawValue }
+        /// The lane's queue is full: the process is saturated now.
+        public static let busy = Code(.busy)
+        /// The job waited in the queue past its deadline.
+        public static let deadlinePassed = Code(.deadlinePassed)
+        /// The caller went away before the job started.
+        public static let cancelled = Code(.cancelled)
     }
+
+    /// What went wrong.
+    public let code: Code
+    /// The reason, for logs and clients (never secrets).
+    public let description: String
+
+    private init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+
+    /// The lane's queue is full: the process is saturated now.
+    public static func busy(_ lane: ComputePool.Lane) -> ComputePoolError {
+        ComputePoolError(.busy, "compute queue full (\(lane))")
+    }
+
+    /// The job waited in the queue past its deadline.
+    public static let deadlinePassed = ComputePoolError(.deadlinePassed, "waited too long for compute")
+
+    /// The caller went away before the job started.
+    public static let cancelled = ComputePoolError(.cancelled, "cancelled before it started")
 }

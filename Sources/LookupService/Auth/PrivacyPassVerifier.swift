@@ -33,7 +33,7 @@ public struct PrivacyPassVerifier: PrivateTokenVerifier {
             throw Self.noToken
         }
         let token: Token
-        do { token = try Token(deserialize: bytes) } catch PrivacyPassError.unsupportedTokenType { throw Self.failed } catch {
+        do { token = try Token(deserialize: bytes) } catch let error as PrivacyPassError where error.code == .unsupportedTokenType { throw Self.failed } catch {
             throw Self.noToken
         }
         guard let (key, tier) = keys.acceptedKey(keyID: token.tokenKeyID) else {

@@ -1,4 +1,5 @@
 import ServiceCore
+
 /// Checks the `Authorization` header of a PIR request (Privacy Pass `PrivateToken token=…`) and returns the
 /// user tier of the verified token. Throws `LookupError` with status 401 and the reason otherwise.
 public protocol PrivateTokenVerifier: Sendable {

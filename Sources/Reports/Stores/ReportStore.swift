@@ -1,5 +1,6 @@
 import LookupEngine
 import LookupStorage
+
 /// Where reports, operator decisions and the published Call Directory lists live: a SQLite file on one host, or
 /// the shared PostgreSQL store when several front doors take reports. Every write is idempotent: a replayed report
 /// changes nothing, and publishing the same list twice makes no new version.

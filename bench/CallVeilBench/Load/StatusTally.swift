@@ -23,10 +23,11 @@ final class StatusTally: Sendable {
     static func outcome(_ error: (any Error)?) -> String {
         guard let error else { return "200" }
         if error is CancellationError { return "cancelled at the flood's end" }
-        switch error as? LookupClientError {
-        case .unavailable(let status, let retryAfter, _)?: return retryAfter == nil ? "\(status) without Retry-After" : "\(status) + Retry-After"
-        case .http(let status, _)?: return "\(status)"
-        case .protocolViolation?: return "bad answer"
+        guard let error = error as? LookupClientError else { return "transport error" }
+        switch error.code {
+        case .unavailable: return error.retryAfter == nil ? "\(error.status ?? 0) without Retry-After" : "\(error.status ?? 0) + Retry-After"
+        case .http: return "\(error.status ?? 0)"
+        case .protocolViolation: return "bad answer"
         default: return "transport error"
         }
     }

@@ -85,8 +85,8 @@ struct OverloadCommand: AsyncParsableCommand {
                         do {
                             _ = try await device.lookup(Array(numbers[n % numbers.count].utf8), in: block)
                             counted.add("200")
-                        } catch LookupClientError.unavailable(_, let retryAfter?, _) {
-                            try await Task.sleep(for: .seconds(min(retryAfter, 2)))
+                        } catch let error as LookupClientError where error.code == .unavailable && error.retryAfter != nil {
+                            try await Task.sleep(for: .seconds(min(error.retryAfter ?? 1, 2)))
                         }
                         n += 4
                     }

@@ -78,11 +78,11 @@ final class OverloadPhone: Sendable {
                 let value = try await device.lookup(Array(number.utf8), in: useCase)
                 tally.add(error: nil)
                 return value
-            } catch LookupClientError.unavailable(let status, let retryAfter?, let body) {
-                tally.add(error: LookupClientError.unavailable(status: status, retryAfter: retryAfter, body: body))
-                guard retries < 10 else { throw LookupClientError.unavailable(status: status, retryAfter: retryAfter, body: body) }
+            } catch let error as LookupClientError where error.code == .unavailable && error.retryAfter != nil {
+                tally.add(error: error)
+                guard retries < 10 else { throw error }
                 retries += 1
-                try await Task.sleep(for: .seconds(min(max(retryAfter, 1), 5)))
+                try await Task.sleep(for: .seconds(min(max(error.retryAfter ?? 1, 1), 5)))
             } catch {
                 tally.add(error: error)
                 throw error

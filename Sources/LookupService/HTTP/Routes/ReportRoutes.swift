@@ -50,7 +50,7 @@ public enum ReportRoutes {
                 settings.metrics.increment("callveil_reports_total", dimensions: [("outcome", outcome.rawValue), ("verdict", report.verdict.rawValue)])
                 return json(["outcome": outcome.rawValue])
             } catch let error as ReportError {
-                settings.metrics.increment("callveil_report_refusals_total", dimensions: [("code", error.code.rawValue)])
+                settings.metrics.increment("callveil_report_refusals_total", dimensions: [("code", error.code.description)])
                 throw error.lookupError
             }
         }
@@ -76,7 +76,7 @@ public enum ReportRoutes {
                 metrics.increment("callveil_url_reports_total")
                 return json(["accepted": String(Set(normalized).count)])
             } catch let error as ReportError {
-                metrics.increment("callveil_report_refusals_total", dimensions: [("code", error.code.rawValue)])
+                metrics.increment("callveil_report_refusals_total", dimensions: [("code", error.code.description)])
                 throw error.lookupError
             }
         }

@@ -68,9 +68,9 @@ struct EndToEndTests {
         await #expect(throws: LookupClientError.self) { try await device.lookup(number, in: DemoDataset.identity) }
         do {
             _ = try await device.lookup(number, in: DemoDataset.identity)
-        } catch LookupClientError.http(let status, let body) {
-            #expect(status == 410)
-            #expect(body.contains("no longer available"))
+        } catch let error as LookupClientError where error.code == .http {
+            #expect(error.status == 410)
+            #expect(error.body.contains("no longer available"))
         }
         try await device.syncConfig([DemoDataset.identity])
         #expect(try await device.lookup(number, in: DemoDataset.identity) == (try data.records[1].callIdentity()))

@@ -1,5 +1,6 @@
 import Foundation
 import LookupEngine
+
 @testable import LookupService
 import ServiceTestSupport
 import Synchronization

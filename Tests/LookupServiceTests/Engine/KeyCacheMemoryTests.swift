@@ -10,6 +10,7 @@ struct KeyCacheMemoryTests {
     @Test("The cache's charge for 100 parsed keys is within 20% of the RSS they take")
     func chargeMatchesRSS() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let binary = root.appendingPathComponent(".build/debug/callveil-bench").path
         try #require(FileManager.default.isExecutableFile(atPath: binary), "\(binary) is built by `swift build` / `swift test`")
         // The child (a debug build) is waited for off the test pool.

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Checks the source layout against Package.swift: every `import` of a package module is a declared dependency
+(so no module imports one above it; SwiftPM refuses cycles among the declared ones), the worker role's module
+links neither Hummingbird, GRDB, PostgresNIO nor the HTTP service, no hand-written Swift file has more than
+400 lines and no folder more than 15 Swift files. Prints the module ladder (each module with its level: one
+above the highest it depends on). Run from the repository root; exits 1 on a violation."""
+import os
+import re
+import sys
+
+MAX_LINES = 400
+MAX_FILES = 15
+WORKER_MODULE = "LookupWorker"
+WORKER_FORBIDDEN = {"Hummingbird", "HummingbirdCore", "HummingbirdHTTP2", "GRDB", "PostgresNIO", "LookupService",
+                    "ServiceCore", "LookupStorage"}
+
+
+def targets(package):
+    """(name, kind, path, dependencies) of every target in Package.swift."""
+    out = []
+    for match in re.finditer(r'\.(target|executableTarget|testTarget|systemLibrary)\(', package):
+        depth, end = 0, match.end() - 1
+        for end in range(match.end() - 1, len(package)):
+            depth += {"(": 1, ")": -1}.get(package[end], 0)
+            if depth == 0:
+                break
+        body = package[match.end():end]
+        kind = match.group(1)
+        name = re.match(r'\s*name:\s*"([^"]+)"', body).group(1)
+        deps = []
+        dep_block = re.search(r'dependencies:\s*\[(.*?)\]\s*(,|$)', body, re.S)
+        if dep_block:
+            text = dep_block.group(1)
+            deps += re.findall(r'\.product\(name:\s*"([^"]+)"', text)
+            deps += re.findall(r'"([^"]+)"', re.sub(r'\.product\([^)]*\)', '', text))
+        path = re.search(r'path:\s*"([^"]+)"', body)
+        default = {"testTarget": "Tests"}.get(kind, "Sources")
+        out.append((name, kind, path.group(1) if path else f"{default}/{name}", deps))
+    return out
+
+
+def swift_files(path):
+    for root, _, files in os.walk(path):
+        for f in files:
+            if f.endswith(".swift"):
+                yield os.path.join(root, f)
+
+
+def main():
+    package = open("Package.swift").read()
+    all_targets = targets(package)
+    names = {t[0] for t in all_targets}
+    deps = {t[0]: set(t[3]) for t in all_targets}
+    problems = []
+
+    def closure(name, seen=None):
+        seen = set() if seen is None else seen
+        for d in deps.get(name, ()):
+            if d not in seen:
+                seen.add(d)
+                closure(d, seen)
+        return seen
+
+    for name, kind, path, declared in all_targets:
+        if kind == "systemLibrary":
+            continue
+        for file in swift_files(path):
+            lines = open(file, encoding="utf-8").read().split("\n")
+            if not file.endswith(".pb.swift") and len(lines) > MAX_LINES:
+                problems.append(f"{file}: {len(lines)} lines (at most {MAX_LINES})")
+            for line in lines:
+                m = re.match(r'(?:@\w+\s+)*import\s+(\w+)\s*$', line)
+                if m and m.group(1) in names and m.group(1) != name and m.group(1) not in declared:
+                    problems.append(f"{file}: imports {m.group(1)}, which {name} does not depend on")
+    for root, dirs, files in os.walk("."):
+        if any(part.startswith(".") for part in root.split(os.sep)[1:]) or "/fuzz" in root:
+            continue
+        count = sum(1 for f in files if f.endswith(".swift"))
+        if count > MAX_FILES:
+            problems.append(f"{root}: {count} Swift files in one folder (at most {MAX_FILES}; split by concern)")
+    leaked = closure(WORKER_MODULE) & WORKER_FORBIDDEN
+    if leaked:
+        problems.append(f"{WORKER_MODULE} links {', '.join(sorted(leaked))}")
+
+    level = {}
+
+    def level_of(name):
+        if name not in level:
+            inner = [level_of(d) for d in deps.get(name, ()) if d in names]
+            level[name] = 1 + max(inner, default=-1)
+        return level[name]
+
+    for name, kind, _, _ in sorted(all_targets, key=lambda t: (level_of(t[0]), t[0])):
+        if kind in ("target", "executableTarget"):
+            inner = sorted(d for d in deps[name] if d in names)
+            print(f"{level_of(name):2}  {name:18} {', '.join(inner)}")
+    for p in problems:
+        print("layout:", p, file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print(f"layout: {WORKER_MODULE} links none of {', '.join(sorted(WORKER_FORBIDDEN))}; every import declared; "
+          f"no file over {MAX_LINES} lines, no folder over {MAX_FILES} Swift files")
+
+
+if __name__ == "__main__":
+    main()
