@@ -81,7 +81,8 @@ let package = Package(
             cSettings: [.unsafeFlags(["-O3"])]),
         .target(
             name: "BFV",
-            dependencies: ["CKernels", .product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: ["CKernels", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: optimizedEvenInDebug),
         .target(
             name: "PIR",
@@ -146,6 +147,7 @@ let package = Package(
         .target(
             name: "Reports",
             dependencies: ["LookupEngine", "LookupStorage", "LookupProtocol", "Dataset",
+                           .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "PostgresNIO", package: "postgres-nio"),
                            .product(name: "Logging", package: "swift-log"),
@@ -265,6 +267,7 @@ let package = Package(
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -273,7 +276,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "BFVBench",
-            dependencies: ["BFV", "LookupProtocol"],
+            dependencies: ["BFV", "LookupProtocol", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             path: "bench/BFVBench",
             swiftSettings: strict),
         .executableTarget(
@@ -298,7 +301,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "PIRTests",
-            dependencies: ["BFV", "CKernels", "PIR", "LookupProtocol", "Dataset", "ConformanceSupport"],
+            dependencies: ["BFV", "CKernels", "PIR", "LookupProtocol", "Dataset", "ConformanceSupport",
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strict),
         .target(
             name: "ServiceTestSupport",
@@ -330,6 +334,7 @@ let package = Package(
                            "LookupCluster", "LookupDeployment", "LookupClient", "Cluster", "ZeroMQ",
                            "ServiceTestSupport", "LoadGeneration",
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .testTarget(
@@ -346,7 +351,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "LookupProtocolTests",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "ConformanceSupport"],
+            dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "ConformanceSupport",
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
