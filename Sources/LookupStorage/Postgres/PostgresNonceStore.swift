@@ -122,17 +122,35 @@ public final class PostgresNonceStore: NonceStore {
     }
 
     /// Detaches a key's partition without blocking spends of live keys, then drops it with its counters;
-    /// returns the nonces it held.
+    /// returns the nonces it held. PostgreSQL lets at most one partition of a table be pending detach, so detaches
+    /// of different keys (by this process or another) take turns under one session lock, and a detach another
+    /// process left pending (it crashed mid-detach) is finished first.
     private static func drop(table: String, key: [UInt8], connection: PostgresConnection, logger: Logger) async throws -> Int {
-        // nil: not a partition (dropped before); false: attached; true: a detach left pending (a crash mid-detach).
-        var pending: Bool?
-        for try await value in try await connection.query(
-            "SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = to_regclass(\(table))", logger: logger).decode(Bool.self) {
-            pending = value
-        }
-        if let pending {
-            try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE spent_nonces DETACH PARTITION \(table) \(pending ? "FINALIZE" : "CONCURRENTLY")"),
-                                       logger: logger)
+        try await connection.query("SELECT pg_advisory_lock(\(detachLock))", logger: logger)
+        do {
+            var unfinished: [String] = []
+            for try await name in try await connection.query(
+                "SELECT inhrelid::regclass::text FROM pg_inherits WHERE inhparent = 'spent_nonces'::regclass AND inhdetachpending",
+                logger: logger).decode(String.self) {
+                unfinished.append(name)
+            }
+            for name in unfinished where name != table && name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+                try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE spent_nonces DETACH PARTITION \(name) FINALIZE"), logger: logger)
+            }
+            // nil: not a partition (dropped before); false: attached; true: a detach left pending (a crash mid-detach).
+            var pending: Bool?
+            for try await value in try await connection.query(
+                "SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = to_regclass(\(table))", logger: logger).decode(Bool.self) {
+                pending = value
+            }
+            if let pending {
+                try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE spent_nonces DETACH PARTITION \(table) \(pending ? "FINALIZE" : "CONCURRENTLY")"),
+                                           logger: logger)
+            }
+            try await connection.query("SELECT pg_advisory_unlock(\(detachLock))", logger: logger)
+        } catch {
+            _ = try? await connection.query("SELECT pg_advisory_unlock(\(detachLock))", logger: logger)
+            throw error
         }
         return try await connection.withTransaction(logger: logger) { connection -> Int in
             var count = 0
@@ -145,6 +163,9 @@ public final class PostgresNonceStore: NonceStore {
             return count
         }
     }
+
+    /// Advisory-lock key under which partitions of `spent_nonces` are detached one at a time ("CVDT").
+    static let detachLock: Int64 = 0x4356_4454
 
     /// Advisory-lock key of one issuer key's nonces (its id's first 8 bytes).
     static func lockKey(_ keyID: [UInt8]) -> Int64 {
