@@ -7,7 +7,8 @@
 //   FuzzKeyUpload       `/key` bodies through LookupAPI (evaluation-key decoding and validation, the key store)
 //   FuzzPrivacyPass     the `Authorization: PrivateToken …` header and the `/issue` body
 //   FuzzClusterMessage  ClusterMessage frames into a coordinator and into a worker
-//   FuzzShardFiles      LZ4 chunks (one shot and streamed), compact shards, `.cvshard` and reference `.bin` shards
+//   FuzzShardFiles      LZ4 chunks (one shot and streamed), `.cvshard` files as stored and as a worker receives them,
+//                       reference `.bin` shards
 //   FuzzDataset         the identity CSV and text-proto readers and the keyword-database CSV reader
 //   FuzzOHTTP           encapsulated requests and responses, Binary HTTP requests and responses, key-config lists
 import Foundation
@@ -39,17 +40,20 @@ let package = Package(
         .target(
             name: "FuzzSupport",
             dependencies: [.product(name: "LookupService", package: callveil), .product(name: "LookupClient", package: callveil),
+                           .product(name: "ServiceCore", package: callveil), .product(name: "LookupEngine", package: callveil),
+                           .product(name: "Dataset", package: callveil),
                            .product(name: "LookupProtocol", package: callveil), .product(name: "PIR", package: callveil),
                            .product(name: "PrivacyPass", package: callveil),
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Logging", package: "swift-log")]),
-        harness("FuzzQueries", ["LookupService", "LookupProtocol"]),
-        harness("FuzzKeyUpload", ["LookupService", "LookupProtocol"]),
-        harness("FuzzPrivacyPass", ["LookupService", "PrivacyPass"]),
-        harness("FuzzClusterMessage", ["LookupCluster", "Cluster", "LookupService", "ZeroMQ"]),
-        harness("FuzzShardFiles", ["Cluster", "LZ4", "PIR", "BFV", "LookupProtocol"]),
-        harness("FuzzDataset", ["LookupProtocol"]),
+        harness("FuzzQueries", ["LookupService", "LookupProtocol", "ServiceCore", "LookupEngine"]),
+        harness("FuzzKeyUpload", ["LookupService", "LookupProtocol", "ServiceCore", "LookupEngine"]),
+        harness("FuzzPrivacyPass", ["LookupService", "PrivacyPass", "ServiceCore"]),
+        harness("FuzzClusterMessage", ["LookupCluster", "LookupWorker", "LookupEngine", "LookupStorage", "Cluster", "LookupService",
+                                       "ZeroMQ"]),
+        harness("FuzzShardFiles", ["LZ4", "PIR", "BFV", "LookupProtocol", "LookupEngine", "ServiceCore"]),
+        harness("FuzzDataset", ["LookupProtocol", "Dataset"]),
         .executableTarget(
             name: "FuzzOHTTP",
             dependencies: ["FuzzSupport", .product(name: "ObliviousHTTP", package: callveil), .product(name: "Crypto", package: "swift-crypto")],

@@ -2,7 +2,10 @@ import Cluster
 import Foundation
 import FuzzSupport
 import LookupCluster
+import LookupEngine
 import LookupService
+import LookupStorage
+import LookupWorker
 import Synchronization
 import ZeroMQ
 

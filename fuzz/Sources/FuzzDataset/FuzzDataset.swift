@@ -1,3 +1,4 @@
+import Dataset
 import Foundation
 import FuzzSupport
 import LookupProtocol

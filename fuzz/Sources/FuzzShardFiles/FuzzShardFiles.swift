@@ -1,24 +1,26 @@
 import BFV
-import Cluster
 import Foundation
 import FuzzSupport
 import LookupService
 import LZ4
+import LookupEngine
 import PIR
+import ServiceCore
 
 /// Shard bytes from disk or from the network; the first byte picks the reader. 0: an LZ4 frame in one piece;
 /// 1: an LZ4 frame streamed in three pieces (how transfer chunks arrive); 2: a `.cvshard` file; 3: a reference
-/// `.bin` shard; 4: a compact shard (the transfer format). Parameters and context are the fixture's shard 0.
+/// `.bin` shard; 4: a shard file as a worker receives it (parsed and rebuilt in evaluation form against the assigned
+/// parameters). Parameters and context are the fixture's shard 0.
 @_cdecl("LLVMFuzzerInitialize")
 public func initialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> CInt {
     Seeds.writeIfRequested {
         _ = shard  // the fixture's files exist from here on
         let loaded = try UseCaseLoader.load(.init(name: Fixture.useCase, fileStem: Fixture.fileStem))
-        let compact = try CompactShard.serialize(try loaded.shards[0].load(), context: shard.context)
-        let frame = try LZ4Frame.compress(compact)
+        let file = try loaded.shards[0].shardFile(parameterBlob: [], context: shard.context)
+        let frame = try LZ4Frame.compress(file)
         let cvshard = [UInt8](FileManager.default.contents(atPath: "\(Fixture.fileStem)-0.cvshard") ?? Data())
-        return ["lz4-compact-shard": [0] + frame, "lz4-streamed": [1] + frame, "cvshard": [2] + cvshard,
-                "compact-shard": [4] + compact]
+        return ["lz4-shard-file": [0] + frame, "lz4-streamed": [1] + frame, "cvshard": [2] + cvshard,
+                "transferred-shard": [4] + file]
     }
     withoutLeakChecks { _ = shard }
     return 0
@@ -48,7 +50,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     case 3:
         _ = try? ProcessedDatabase(referenceFormat: rest, parameters: shard.parameters, context: shard.context)
     default:
-        _ = try? CompactShard.deserialize(rest, parameters: shard.parameters, context: shard.context)
+        guard let contents = try? ShardFile.deserialize(rest, context: shard.context) else { return 0 }
+        _ = try? ProcessedDatabase(parameters: shard.parameters, tables: contents.tables, context: shard.context)
     }
     return 0
 }

@@ -1,8 +1,10 @@
+import Dataset
 import Foundation
 import Logging
 import LookupProtocol
 import LookupService
 import PIR
+import ServiceCore
 
 /// A real `LookupServer` over a small processed block list, built once per harness process in a temporary
 /// directory. The dataset and its processing are deterministic, so the config ids and key-config hashes in the
