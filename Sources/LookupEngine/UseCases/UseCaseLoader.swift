@@ -100,13 +100,13 @@ public enum UseCaseLoader {
         return LoadedUseCase(version: UseCaseVersion(name: name, configuration: configuration, context: context), shards: shards)
     }
 
-    /// A shard file's bytes when it is version 2, after checking its layout, digest and plaintexts against the
-    /// shard's parameters; nil for a version-1 file.
+    /// A shard file's bytes when it is version 2, after checking its layout and digest against the shard's
+    /// parameters; nil for a version-1 file.
     static func versionTwo(_ bytes: [UInt8], parameters: MulPirParameters, context: Context) throws -> [UInt8]? {
-        guard let tables = try ShardFile.plaintexts(bytes, context: context) else { return nil }
+        guard let shape = try ShardFile.versionTwoShape(bytes, context: context) else { return nil }
         let slots = parameters.chunkCount * parameters.slotsPerChunk
-        guard tables.count == 1 || tables.count >= parameters.batchSize, tables.allSatisfy({ $0.count == slots }) else {
-            throw PIRError.malformedDatabase("\(tables.count) sub-tables of \(tables.first?.count ?? 0) slots, expected \(slots) each")
+        guard shape.tables == 1 || shape.tables >= parameters.batchSize, shape.slots == slots else {
+            throw PIRError.malformedDatabase("\(shape.tables) sub-tables of \(shape.slots) slots, expected \(slots) each")
         }
         return bytes
     }

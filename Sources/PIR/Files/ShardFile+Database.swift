@@ -22,4 +22,13 @@ extension ShardFile {
         return try serialize(payloads: payloads, parameters: parameters, parameterBlob: parameterBlob)
     }
 
+
+    /// The sub-table and slot counts of a version-2 shard file, after checking its layout against `context` and its
+    /// SHA-256, without decoding a plaintext; nil for a version-1 file.
+    public static func versionTwoShape(_ bytes: [UInt8], context: Context) throws -> (tables: Int, slots: Int)? {
+        let layout = try Layout(bytes, context: context)
+        guard layout.version == 2 else { return nil }
+        try layout.checkDigest(of: bytes)
+        return (layout.tableCount, layout.slots)
+    }
 }
