@@ -1,9 +1,10 @@
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 
 /// Watches one connection for its client going away: end of input (the client closed or half-closed its side;
-/// the server allows half-closure, so this is the only sign while a request is being computed), an error, or the
-/// channel closing. It registers the connection in `ClientConnections` for as long as the channel lives.
+/// the server allows half-closure, so this is the only sign while a request is being computed), a connection error,
+/// or the channel closing. Malformed HTTP framing is not a departure: the client is there to read its 400. It registers the connection in `ClientConnections` for as long as the channel lives.
 package final class ClientDisconnectHandler: ChannelInboundHandler, RemovableChannelHandler {
     package typealias InboundIn = HTTPRequestPart
     package typealias InboundOut = HTTPRequestPart
@@ -29,7 +30,7 @@ package final class ClientDisconnectHandler: ChannelInboundHandler, RemovableCha
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        connection.markGone()
+        if !(error is HTTPParserError) { connection.markGone() }
         context.fireErrorCaught(error)
     }
 

@@ -53,16 +53,19 @@ struct ClientDisconnectTests {
         await server.stop()
     }
 
-    @Test("A body that breaks HTTP framing (bad chunk size) is answered 400, not 500")
+    @Test("A body that breaks HTTP framing (bad chunk size) is answered 400, not 500 or 499 (the client has not gone)")
     func malformedChunkedBody() async throws {
         let (server, _) = try await Self.start()
         let port = try #require(URLComponents(string: server.url)?.port)
-        let connection = try RawConnection(port: port)
-        connection.send("POST /key HTTP/1.1\r\nHost: x\r\nUser-Identifier: u1\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
-                        + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n")
-        let (answer, _) = await connection.read(seconds: 5, until: "\r\n\r\n")
-        let text = String(decoding: answer, as: UTF8.self)
-        #expect(text.hasPrefix("HTTP/1.1 400"), "\(text.prefix(200))")
+        // The parser's error and the handler's failed body read race; many tries make a lost race show.
+        for _ in 0..<40 {
+            let connection = try RawConnection(port: port)
+            connection.send("POST /key HTTP/1.1\r\nHost: x\r\nUser-Identifier: u1\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
+                            + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n")
+            let (answer, _) = await connection.read(seconds: 5, until: "\r\n\r\n")
+            let text = String(decoding: answer, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 400"), "\(text.prefix(200))")
+        }
         await server.stop()
     }
 
