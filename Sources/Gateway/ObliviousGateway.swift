@@ -50,7 +50,7 @@ public final class ObliviousGateway: Sendable {
         self.refresh = refresh
         self.metrics = metrics
         var limits = BinaryHTTPLimits()
-        limits.maxContentBytes = keys.maxRequestBytes
+        limits.maxContentBytes = keys.kind.maxRequestBytes
         self.limits = limits
         self.logger = logger
     }

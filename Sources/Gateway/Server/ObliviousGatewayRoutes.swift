@@ -19,7 +19,7 @@ public enum ObliviousGatewayRoutes {
             headers[.cacheControl] = "max-age=\(gateway.keys.cacheSeconds)"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: configs)))
         }
-        let limit = gateway.keys.maxRequestBytes
+        let limit = gateway.keys.kind.maxRequestBytes
         let requests = router.group()
         requests.add(middleware: BodyAdmissionMiddleware(bounds: bodies, limit: limit, metrics: metrics) { why in
             switch why {

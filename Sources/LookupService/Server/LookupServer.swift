@@ -238,7 +238,7 @@ public actor LookupServer {
     @discardableResult
     private func ensureIssuerKeys(tiers: [String]) async throws -> Bool {
         guard let issuerKeys else { return false }
-        if let sharedStore { return try await PostgresIssuerKeyStore(store: sharedStore).ensure(issuerKeys, tiers: tiers) }
+        if let sharedStore { return try await PostgresRotatingKeyStore<IssuerKeyKind>(store: sharedStore).ensure(issuerKeys, groups: tiers) }
         return try issuerKeys.ensure(tiers: tiers)
     }
 

@@ -168,14 +168,40 @@ enum PostgresMigrations {
             "CREATE TABLE ohttp_replays (enc bytea PRIMARY KEY, seen_at double precision NOT NULL)",
             "CREATE INDEX ohttp_replays_seen_at ON ohttp_replays (seen_at)",
         ]),
+        Migration(version: 7, name: "one table of rotating keys", statements: [
+            // Issuer and gateway keys in one table (PostgresRotatingKeyStore), rows moved as they are: each sealed
+            // key keeps its sealing context, which binds it to its ring and identifier.
+            """
+            CREATE TABLE rotating_keys (
+                ring text NOT NULL,
+                key_id bytea NOT NULL,
+                key_group text NOT NULL,
+                not_before double precision NOT NULL,
+                not_after double precision NOT NULL,
+                sealed_key bytea NOT NULL,
+                PRIMARY KEY (ring, key_id)
+            )
+            """,
+            """
+            INSERT INTO rotating_keys (ring, key_id, key_group, not_before, not_after, sealed_key)
+                SELECT 'issuer', key_id, tier, not_before, not_after, sealed_pem FROM issuer_keys
+            """,
+            """
+            INSERT INTO rotating_keys (ring, key_id, key_group, not_before, not_after, sealed_key)
+                SELECT 'gateway', decode(lpad(to_hex(key_id::integer), 2, '0'), 'hex'), '', created, not_after, sealed_key FROM gateway_keys
+            """,
+            "DROP TABLE issuer_keys",
+            "DROP TABLE gateway_keys",
+        ]),
     ]
 
     /// The newest version this build knows.
     static var latest: Int { all.last?.version ?? 0 }
 
-    /// Applies every pending migration in one transaction; returns the versions applied.
+    /// Applies every pending migration (up to `target`, for tests of a migration) in one transaction; returns the
+    /// versions applied.
     @discardableResult
-    static func apply(connection: PostgresConnection, logger: Logger) async throws -> [Int] {
+    static func apply(connection: PostgresConnection, logger: Logger, upTo target: Int = .max) async throws -> [Int] {
         try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
         try await connection.query("""
             CREATE TABLE IF NOT EXISTS callveil_schema_migrations (
@@ -190,7 +216,7 @@ enum PostgresMigrations {
             throw StoreError(.schema, "the database schema is at version \(current); this build knows up to \(latest)")
         }
         var applied: [Int] = []
-        for migration in all where migration.version > current {
+        for migration in all where migration.version > current && migration.version <= target {
             for statement in migration.statements {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }

@@ -58,7 +58,7 @@ extension ObliviousGatewayTests {
         // A forced rotation keeps the current key for the overlap only.
         try ring.rotate()
         let entries = ring.entries
-        #expect(entries.count == 2 && entries[1].notAfter == time.now.addingTimeInterval(2 * day))
+        #expect(entries.count == 2 && entries[0].notAfter == time.now.addingTimeInterval(2 * day))  // oldest first
     }
 
     @Test("A key past its notAfter is refused when a request arrives, not only after the maintenance pass drops it")
@@ -95,8 +95,8 @@ extension ObliviousGatewayTests {
                       try await PostgresStore.connect(settings, sealing: sealing, logger: TestPostgres.logger)]
         let rings = [try GatewayKeyRing(directory: nil, lifetime: 10 * day, overlap: 2 * day, clock: clock),
                      try GatewayKeyRing(directory: nil, lifetime: 10 * day, overlap: 2 * day, clock: clock)]
-        async let a = PostgresGatewayKeyStore(store: stores[0]).ensure(rings[0])
-        async let b = PostgresGatewayKeyStore(store: stores[1]).ensure(rings[1])
+        async let a = rings[0].ensure(sharedStore: stores[0])
+        async let b = rings[1].ensure(sharedStore: stores[1])
         let changed = try await [a, b]
         #expect(changed.filter { $0 }.count == 1)
         #expect(!rings[0].publishedConfigs.isEmpty && rings[0].publishedConfigs == rings[1].publishedConfigs)
@@ -106,15 +106,15 @@ extension ObliviousGatewayTests {
         #expect(throws: Never.self) { try rings[1].gateway?.decapsulate(request.encapsulated) }
 
         time.set(days: 8.5)
-        #expect(try await PostgresGatewayKeyStore(store: stores[1]).ensure(rings[1]))
-        #expect(try await !PostgresGatewayKeyStore(store: stores[0]).ensure(rings[0]))
+        #expect(try await rings[1].ensure(sharedStore: stores[1]))
+        #expect(try await !rings[0].ensure(sharedStore: stores[0]))
         #expect(rings[0].publishedConfigs == rings[1].publishedConfigs)
         #expect(try OHTTPKeyConfig.decodeList(rings[0].publishedConfigs).count == 2)
 
         // Sealed at rest: the stored bytes are not the private key.
         let stored = try await TestPostgres.withConnection(to: settings) { connection -> [Data] in
             var rows: [Data] = []
-            for try await sealed in try await connection.query("SELECT sealed_key FROM gateway_keys", logger: TestPostgres.logger).decode(Data.self) {
+            for try await sealed in try await connection.query("SELECT sealed_key FROM rotating_keys WHERE ring = 'gateway'", logger: TestPostgres.logger).decode(Data.self) {
                 rows.append(sealed)
             }
             return rows

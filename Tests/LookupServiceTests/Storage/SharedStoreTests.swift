@@ -65,7 +65,7 @@ struct SharedStoreTests {
                 #expect(sealed.range(of: Data(uploaded.suffix(64))) == nil)
             }
             var issuerRows = 0
-            for try await sealed in try await connection.query("SELECT sealed_pem FROM issuer_keys", logger: TestPostgres.logger).decode(Data.self) {
+            for try await sealed in try await connection.query("SELECT sealed_key FROM rotating_keys WHERE ring = 'issuer'", logger: TestPostgres.logger).decode(Data.self) {
                 issuerRows += 1
                 #expect(sealed.range(of: Data("PRIVATE KEY".utf8)) == nil)
             }
@@ -147,8 +147,8 @@ struct SharedIssuerKeyTests {
                       try await PostgresStore.connect(settings, sealing: sealing, logger: Logger(label: "test"))]
         let rings = [try IssuerKeyRing(lifetime: 10 * day, overlap: 2 * day, clock: clock),
                      try IssuerKeyRing(lifetime: 10 * day, overlap: 2 * day, clock: clock)]
-        async let first = PostgresIssuerKeyStore(store: stores[0]).ensure(rings[0], tiers: ["tier1", "tier2"])
-        async let second = PostgresIssuerKeyStore(store: stores[1]).ensure(rings[1], tiers: ["tier1", "tier2"])
+        async let first = PostgresRotatingKeyStore<IssuerKeyKind>(store: stores[0]).ensure(rings[0], groups: ["tier1", "tier2"])
+        async let second = PostgresRotatingKeyStore<IssuerKeyKind>(store: stores[1]).ensure(rings[1], groups: ["tier1", "tier2"])
         let changed = try await [first, second]
         #expect(changed.sorted { !$0 && $1 } == [false, true])  // exactly one made the keys
         #expect(rings[0].liveKeyIDs.count == 2)
@@ -157,15 +157,15 @@ struct SharedIssuerKeyTests {
 
         // Rotation time: the first to look decides; the other finds it made; both publish the successor.
         time.set(days: 6.5)
-        #expect(try await PostgresIssuerKeyStore(store: stores[1]).ensure(rings[1], tiers: ["tier1", "tier2"]))
-        #expect(try await !PostgresIssuerKeyStore(store: stores[0]).ensure(rings[0], tiers: ["tier1", "tier2"]))
+        #expect(try await PostgresRotatingKeyStore<IssuerKeyKind>(store: stores[1]).ensure(rings[1], groups: ["tier1", "tier2"]))
+        #expect(try await !PostgresRotatingKeyStore<IssuerKeyKind>(store: stores[0]).ensure(rings[0], groups: ["tier1", "tier2"]))
         #expect(rings[0].published().map(\.key.keyID) == rings[1].published().map(\.key.keyID))
         #expect(rings[0].published().count == 4)
 
         // A coordinator with another key-encryption key cannot open the stored keys: refused, not used.
         let wrong = try await PostgresStore.connect(settings, sealing: StoreSealing(keyEncryptionKey: SymmetricKey(size: .bits256)),
                                                     logger: Logger(label: "test"))
-        await #expect(throws: StoreError.self) { try await PostgresIssuerKeyStore(store: wrong).refresh(try IssuerKeyRing(clock: clock)) }
+        await #expect(throws: StoreError.self) { try await PostgresRotatingKeyStore<IssuerKeyKind>(store: wrong).refresh(try IssuerKeyRing(clock: clock)) }
         for store in stores + [wrong] { await store.shutdown() }
     }
 }
