@@ -101,7 +101,9 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "URLFilter",
-            dependencies: ["LookupProtocol", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["LookupProtocol", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["proto"],
             swiftSettings: strict),
         .target(
             name: "PrivacyPass",
@@ -121,6 +123,7 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "ZeroMQ", "LZ4",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["proto"],
             swiftSettings: strict),
         .systemLibrary(
             name: "CZlib",

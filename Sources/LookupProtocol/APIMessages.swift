@@ -26,5 +26,3 @@ public typealias ProtoEvaluationKeyMetadata = Apple_SwiftHomomorphicEncryption_A
 public typealias ProtoCallIdentity = CallIdentity
 /// The dataset input of `build-db`.
 public typealias ProtoInputIdentities = InputIdentities
-/// The body of `POST /report`: URLs a device's URL filter matched.
-public typealias ProtoURLFilterReport = Callveil_Urlfilter_V1_URLFilterReport

@@ -8,21 +8,22 @@ import Testing
 /// in a single process, or as a retry on another replica.
 @Suite("Engine error codes across the cluster")
 struct ErrorCodeTests {
-    @Test("Every engine code maps to a wire code; the ones not retried come back as the same HTTP answer (and the same code where the wire has one)")
+    @Test("Every engine code has its own wire code and back; the ones not retried come back as the same code and HTTP answer")
     func everyCode() {
+        var wires: Set<ClusterErrorCode> = []
         for code in EngineError.Code.all {
             let error = code == .evaluationKeyNotFound ? EngineError.evaluationKeyNotFound : EngineError(code, "reason \(code)")
             let (wire, message) = ClusterErrorCode.from(error)
             #expect(message == error.message, "\(code)")
+            #expect(wire.engineCode == code, "\(code) crossed as \(wire), which means \(String(describing: wire.engineCode))")
+            #expect(wires.insert(wire).inserted, "\(code) shares its wire code \(wire)")
             guard !wire.isRetryable else {
                 // Retried on another replica; when none answers, the coordinator answers 503.
                 #expect(LookupError(EngineError(.unavailable, "")).status.code == 503, "\(code)")
                 continue
             }
             let back = wire.engineError(message: message)
-            if code != .unknownUseCase {  // the wire folds it into bad request, which answers the same 400
-                #expect(back.code == code, "\(code) came back as \(back.code)")
-            }
+            #expect(back.code == code, "\(code) came back as \(back.code)")
             #expect(LookupError(back) == LookupError(error), "\(code): \(LookupError(back)) against \(LookupError(error))")
         }
     }
