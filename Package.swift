@@ -10,11 +10,11 @@
 //   PIR             keyword hashing, cuckoo tables, database encoding, MulPIR server core and client, shard files
 //   LookupProtocol  the wire: protobuf messages and their conversions to engine types
 //   Dataset         dataset input, builds, manifests, deltas, the report list's overlay; URLFilter: URL lists
-//   Cluster         coordinator-worker transport: socket loops, message codec, shard transfer, placement
+//   ClusterTransport coordinator-worker transport: the cluster schema, socket loops, codec, shard transfer, placement
 //   LookupEngine    shard execution, the compute pool, use cases, the key cache and store protocols, EngineError
 //   LookupClient    a device-like client over HTTP (config sync, key upload, queries)
 //   LookupStorage   SQLite and PostgreSQL stores; LookupWorker: the worker role (no HTTP, no SQL)
-//   Reports         reports, the blocking policy and list, the Call Directory; LookupCluster: the coordinator role
+//   Reports         reports, the blocking policy and list, the Call Directory; LookupCoordinator: the coordinator role
 //   ServiceCore     the service config, the listener and its guards, middleware, HTTP errors
 //   Gateway         the Oblivious HTTP gateway
 //   LookupService   the Live Caller ID Lookup HTTP service (API, Privacy Pass, routes, LookupServer)
@@ -41,7 +41,7 @@ let package = Package(
         .library(name: "ObliviousHTTP", targets: ["ObliviousHTTP"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "LZ4", targets: ["LZ4"]),
-        .library(name: "Cluster", targets: ["Cluster"]),
+        .library(name: "ClusterTransport", targets: ["ClusterTransport"]),
         .library(name: "Dataset", targets: ["Dataset"]),
         .library(name: "URLFilter", targets: ["URLFilter"]),
         .library(name: "LookupEngine", targets: ["LookupEngine"]),
@@ -51,7 +51,7 @@ let package = Package(
         .library(name: "ServiceCore", targets: ["ServiceCore"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "LookupService", targets: ["LookupService"]),
-        .library(name: "LookupCluster", targets: ["LookupCluster"]),
+        .library(name: "LookupCoordinator", targets: ["LookupCoordinator"]),
         .library(name: "LookupDeployment", targets: ["LookupDeployment"]),
         .library(name: "LookupClient", targets: ["LookupClient"]),
         .executable(name: "callveil", targets: ["callveil"]),
@@ -119,7 +119,7 @@ let package = Package(
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], swiftSettings: strict),
         .target(name: "LZ4", dependencies: ["CLZ4"], swiftSettings: strict),
         .target(
-            name: "Cluster",
+            name: "ClusterTransport",
             dependencies: ["BFV", "PIR", "LookupProtocol", "ZeroMQ", "LZ4",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -158,7 +158,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LookupWorker",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupEngine", "Cluster", "ZeroMQ", "LZ4",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupEngine", "ClusterTransport", "ZeroMQ", "LZ4",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -219,8 +219,8 @@ let package = Package(
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strict),
         .target(
-            name: "LookupCluster",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupEngine", "LookupStorage", "LookupWorker", "Cluster", "ZeroMQ", "LZ4",
+            name: "LookupCoordinator",
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupEngine", "LookupStorage", "LookupWorker", "ClusterTransport", "ZeroMQ", "LZ4",
                            .product(name: "Yams", package: "Yams"),
                            .product(name: "PostgresNIO", package: "postgres-nio"),
                            .product(name: "Logging", package: "swift-log"),
@@ -232,7 +232,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LookupDeployment",
-            dependencies: ["LookupEngine", "LookupStorage", "ServiceCore", "LookupService", "LookupCluster", "LookupWorker", "ZeroMQ",
+            dependencies: ["LookupEngine", "LookupStorage", "ServiceCore", "LookupService", "LookupCoordinator", "LookupWorker", "ZeroMQ",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
@@ -247,7 +247,7 @@ let package = Package(
         .executableTarget(
             name: "callveil",
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage", "Reports", "LookupWorker",
-                           "ServiceCore", "Gateway", "LookupService", "LookupCluster", "LookupDeployment", "LookupClient", "ZeroMQ", "ObliviousHTTP",
+                           "ServiceCore", "Gateway", "LookupService", "LookupCoordinator", "LookupDeployment", "LookupClient", "ZeroMQ", "ObliviousHTTP",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"),
                            .product(name: "Logging", package: "swift-log"),
@@ -266,7 +266,7 @@ let package = Package(
         .executableTarget(
             name: "callveil-bench",
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "LookupEngine", "LookupStorage", "ServiceCore", "LookupService", "LookupDeployment",
-                           "LookupWorker", "LookupCluster", "LookupClient", "LoadGeneration", "ObliviousHTTP", "ZeroMQ",
+                           "LookupWorker", "LookupCoordinator", "LookupClient", "LoadGeneration", "ObliviousHTTP", "ZeroMQ",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -284,8 +284,8 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "ClusterBench",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "LookupEngine", "LookupStorage", "LookupWorker", "LookupCluster",
-                           "Cluster", "ZeroMQ", "LZ4", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "LookupEngine", "LookupStorage", "LookupWorker", "LookupCoordinator",
+                           "ClusterTransport", "ZeroMQ", "LZ4", .product(name: "Logging", package: "swift-log")],
             path: "bench/ClusterBench",
             swiftSettings: strict),
         .executableTarget(
@@ -320,7 +320,7 @@ let package = Package(
         .testTarget(
             name: "LookupServiceTests",
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage", "Reports", "LookupWorker",
-                           "ServiceCore", "Gateway", "LookupService", "LookupCluster", "LookupDeployment", "LookupClient", "ConformanceSupport", "ObliviousHTTP", "PrivacyPass",
+                           "ServiceCore", "Gateway", "LookupService", "LookupCoordinator", "LookupDeployment", "LookupClient", "ConformanceSupport", "ObliviousHTTP", "PrivacyPass",
                            "ServiceTestSupport", "LoadGeneration",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "GRDB", package: "GRDB.swift"),
@@ -334,7 +334,7 @@ let package = Package(
         .testTarget(
             name: "LookupClusterTests",
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "LookupEngine", "LookupStorage", "LookupWorker", "ServiceCore", "LookupService",
-                           "LookupCluster", "LookupDeployment", "LookupClient", "Cluster", "ZeroMQ",
+                           "LookupCoordinator", "LookupDeployment", "LookupClient", "ClusterTransport", "ZeroMQ",
                            "ServiceTestSupport", "LoadGeneration",
                            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                            .product(name: "PostgresNIO", package: "postgres-nio"),

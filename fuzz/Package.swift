@@ -50,7 +50,7 @@ let package = Package(
         harness("FuzzQueries", ["LookupService", "LookupProtocol", "ServiceCore", "LookupEngine"]),
         harness("FuzzKeyUpload", ["LookupService", "LookupProtocol", "ServiceCore", "LookupEngine"]),
         harness("FuzzPrivacyPass", ["LookupService", "PrivacyPass", "ServiceCore"]),
-        harness("FuzzClusterMessage", ["LookupCluster", "LookupWorker", "LookupEngine", "LookupStorage", "Cluster", "LookupService",
+        harness("FuzzClusterMessage", ["LookupCoordinator", "LookupWorker", "LookupEngine", "LookupStorage", "ClusterTransport", "LookupService",
                                        "ZeroMQ"]),
         harness("FuzzShardFiles", ["LZ4", "PIR", "BFV", "LookupProtocol", "LookupEngine", "ServiceCore"]),
         harness("FuzzDataset", ["LookupProtocol", "Dataset"]),

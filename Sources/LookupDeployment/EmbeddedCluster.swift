@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import LookupEngine
-import LookupCluster
+import LookupCoordinator
 import LookupService
 import LookupStorage
 import LookupWorker

@@ -1,8 +1,8 @@
-import Cluster
+import ClusterTransport
 import Foundation
 import LoadGeneration
 import LookupClient
-import LookupCluster
+import LookupCoordinator
 import LookupEngine
 import LookupProtocol
 import LookupService
@@ -286,14 +286,14 @@ struct ClusterTests {
     @Test("Placement: replicas on distinct workers, even load, re-replication after a loss")
     func placement() {
         let shards = Array(0..<6)
-        let two = Placement.plan(shards: shards, workers: ["a", "b"], current: [:], replication: 2)
+        let two = ShardPlacement.plan(shards: shards, workers: ["a", "b"], current: [:], replication: 2)
         #expect(shards.allSatisfy { two[$0] == ["a", "b"] })
-        let three = Placement.plan(shards: shards, workers: ["a", "b", "c"], current: two, replication: 2)
+        let three = ShardPlacement.plan(shards: shards, workers: ["a", "b", "c"], current: two, replication: 2)
         let loads = ["a", "b", "c"].map { w in shards.filter { three[$0]!.contains(w) }.count }
         #expect(loads == [4, 4, 4] && shards.allSatisfy { three[$0]!.count == 2 })
-        let afterLoss = Placement.plan(shards: shards, workers: ["b", "c"], current: three, replication: 2)
+        let afterLoss = ShardPlacement.plan(shards: shards, workers: ["b", "c"], current: three, replication: 2)
         #expect(shards.allSatisfy { afterLoss[$0] == ["b", "c"] })
-        let single = Placement.plan(shards: shards, workers: ["a", "b", "c"], current: [:], replication: 1)
+        let single = ShardPlacement.plan(shards: shards, workers: ["a", "b", "c"], current: [:], replication: 1)
         #expect(["a", "b", "c"].map { w in shards.filter { single[$0]!.contains(w) }.count } == [2, 2, 2])
     }
 }

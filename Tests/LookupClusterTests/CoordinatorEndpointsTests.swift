@@ -1,4 +1,4 @@
-import LookupCluster
+import LookupCoordinator
 import LookupWorker
 import Testing
 

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import LookupCluster
+import LookupCoordinator
 import LookupEngine
 import LookupService
 import ServiceTestSupport

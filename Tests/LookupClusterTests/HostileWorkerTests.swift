@@ -1,6 +1,6 @@
-import Cluster
+import ClusterTransport
 import Foundation
-import LookupCluster
+import LookupCoordinator
 import LookupProtocol
 import LookupWorker
 import PIR

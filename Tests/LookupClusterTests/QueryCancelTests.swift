@@ -1,8 +1,8 @@
-import Cluster
+import ClusterTransport
 import Dispatch
 import Foundation
 import LookupClient
-import LookupCluster
+import LookupCoordinator
 import LookupEngine
 import LookupProtocol
 import LookupService

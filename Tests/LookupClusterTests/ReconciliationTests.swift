@@ -1,7 +1,7 @@
-import Cluster
+import ClusterTransport
 import Foundation
 import LookupClient
-import LookupCluster
+import LookupCoordinator
 import LookupDeployment
 import LookupProtocol
 import LookupService

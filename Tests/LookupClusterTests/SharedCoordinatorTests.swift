@@ -1,8 +1,8 @@
-import Cluster
+import ClusterTransport
 import Dataset
 import Foundation
 import LookupClient
-import LookupCluster
+import LookupCoordinator
 import LookupEngine
 import LookupProtocol
 import LookupService

@@ -1,7 +1,7 @@
 import Foundation
 import LoadGeneration
 import LookupClient
-import LookupCluster
+import LookupCoordinator
 import LookupService
 import LookupWorker
 import ServiceTestSupport

@@ -1,12 +1,12 @@
 // Cluster benchmark: coordinator overhead per query against the in-process path, queries/s with 1 and 2
 // workers, shard transfer rate and the LZ4 ratio of the compact form. Release build: bench/run-cluster-bench.sh.
 import BFV
-import Cluster
+import ClusterTransport
 import Dataset
 import Foundation
 import LZ4
 import Logging
-import LookupCluster
+import LookupCoordinator
 import LookupEngine
 import LookupProtocol
 import LookupStorage

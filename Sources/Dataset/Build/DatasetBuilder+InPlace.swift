@@ -63,7 +63,7 @@ extension DatasetBuilder {
         func changes(applying entries: [DatasetDelta.Entry]) throws -> Changes {
             var changes = Changes()
             for entry in entries {
-                let present = table.placement(ofKeywordHash: entry.hash) != nil
+                let present = table.position(ofKeywordHash: entry.hash) != nil
                 try entry.check(present: present)
                 switch entry.operation {
                 case .add(let value): changes.additions.append(HashBucket.Entry(keywordHash: entry.hash, value: value))

@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 import LookupEngine
 import LookupProtocol
 

@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 import PIR
 import Synchronization
 

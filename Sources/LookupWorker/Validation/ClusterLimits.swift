@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 
 /// Bounds on every field a cluster peer sends, checked before the field is used: a member of the cluster is
 /// trusted to be who it is, not to send sane values.

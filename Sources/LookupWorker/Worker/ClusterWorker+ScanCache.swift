@@ -1,12 +1,12 @@
 import BFV
-import Cluster
+import ClusterTransport
 import Foundation
 import LookupEngine
 import PIR
 
 extension ClusterWorker {
     /// Where a loaded shard's database lives.
-    enum Placement: Sendable {
+    enum Residence: Sendable {
         /// In this process's memory, counted against the budget.
         case resident(Int)
         /// Mapped from its scan file, paged by the kernel.
@@ -52,8 +52,8 @@ extension ClusterWorker {
 
     /// Holds `server`'s database in memory when it fits the budget beside the other resident shards (copying a
     /// mapped one in), otherwise serves it mapped from its scan file. The bytes are reserved until
-    /// `settlePlacement` records or releases them, so loads running at once do not overrun the budget together.
-    func placeWithinBudget(_ key: ShardKey, sha: [UInt8], server: MulPirServer) throws -> (MulPirServer, Placement) {
+    /// `settleResidence` records or releases them, so loads running at once do not overrun the budget together.
+    func placeWithinBudget(_ key: ShardKey, sha: [UInt8], server: MulPirServer) throws -> (MulPirServer, Residence) {
         let bytes = server.databaseBytes
         let fits = state.withLock { s -> Bool in
             guard let budget = options.memoryBudget else { return true }
@@ -76,10 +76,10 @@ extension ClusterWorker {
 
     /// Records where a shard that was installed lives (nil: the load failed or was superseded; only the
     /// reservation is released), and publishes the totals as `callveil_worker_shard_bytes{backing}`.
-    func settlePlacement(_ key: ShardKey, _ placement: Placement?) {
+    func settleResidence(_ key: ShardKey, _ residence: Residence?) {
         let (resident, mapped) = state.withLock { s -> (Int, Int) in
             s.reserved.removeValue(forKey: key)
-            switch placement {
+            switch residence {
             case .resident(let bytes)?:
                 s.resident[key] = bytes
                 s.mapped.removeValue(forKey: key)

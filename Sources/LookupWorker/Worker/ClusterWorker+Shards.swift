@@ -1,5 +1,5 @@
 import BFV
-import Cluster
+import ClusterTransport
 import Foundation
 import LookupEngine
 import LookupProtocol
@@ -184,8 +184,8 @@ extension ClusterWorker {
     /// any other content of it at once; deletes the files of other content of the shard, and reports. `bytes` nil:
     /// the shard file on disk is read if the scan cache cannot be used.
     func load(_ key: ShardKey, sha: [UInt8], assign: Callveil_Cluster_V1_AssignShard, bytes: [UInt8]?) async {
-        var placement: Placement?
-        defer { settlePlacement(key, placement) }
+        var residence: Residence?
+        defer { settleResidence(key, residence) }
         do {
             let parameters = try ProtoPirParameters(serializedBytes: [UInt8](assign.parameters))
             let native = try parameters.native()
@@ -208,7 +208,7 @@ extension ClusterWorker {
                 return true
             }
             guard current else { return }
-            placement = placed
+            residence = placed
             files.removeFiles(of: key, keeping: sha)
             report(key, sha: sha, ok: true, error: "")
             sendHello()
@@ -234,7 +234,7 @@ extension ClusterWorker {
         }
         if droppedLoaded {
             executor.dropShard(useCase: key.useCase, configID: key.configID, index: key.shard)
-            settlePlacement(key, nil)
+            settleResidence(key, nil)
         }
         if keep == nil { files.removeFiles(of: key) } else if !sha.isEmpty { files.removeFiles(of: key, content: sha) }
         sendHello()

@@ -1,5 +1,5 @@
 import BFV
-import Cluster
+import ClusterTransport
 import Foundation
 import Logging
 import LookupEngine

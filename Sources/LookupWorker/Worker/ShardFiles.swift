@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 import Foundation
 
 /// Where a worker keeps its shards: `<data dir>/<use case>/<config id hex>/shard-<n>-<sha256 prefix>.cvshard` (the

@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 import Foundation
 import LookupEngine
 import LookupProtocol

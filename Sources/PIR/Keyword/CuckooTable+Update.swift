@@ -1,12 +1,12 @@
 extension CuckooTable {
     /// Where an entry sits: its global bucket and its position in that bucket.
-    public struct Placement: Sendable, Equatable {
+    public struct EntryPosition: Sendable, Equatable {
         /// Global bucket number (sub-table by sub-table).
         public var bucket: Int
         /// Position in the bucket's entry list.
         public var slot: Int
 
-        /// A placement.
+        /// A position.
         public init(bucket: Int, slot: Int) {
             self.bucket = bucket
             self.slot = slot
@@ -37,9 +37,9 @@ extension CuckooTable {
     }
 
     /// Where an entry with this keyword hash sits, looked up in its candidate buckets; nil when absent.
-    public func placement(ofKeywordHash hash: UInt64) -> Placement? {
+    public func position(ofKeywordHash hash: UInt64) -> EntryPosition? {
         for b in candidateBuckets(keywordHash: hash) {
-            if let slot = buckets[b].entries.firstIndex(where: { $0.keywordHash == hash }) { return Placement(bucket: b, slot: slot) }
+            if let slot = buckets[b].entries.firstIndex(where: { $0.keywordHash == hash }) { return EntryPosition(bucket: b, slot: slot) }
         }
         return nil
     }
@@ -56,7 +56,7 @@ extension CuckooTable {
                                 adding additions: [HashBucket.Entry]) throws -> Set<Int>? {
         var changed = Set<Int>()
         func takeOut(_ hash: UInt64) throws -> Int {
-            guard let place = placement(ofKeywordHash: hash) else { throw PIRError.invalidDatabase("keyword hash \(hash) is not in the table") }
+            guard let place = position(ofKeywordHash: hash) else { throw PIRError.invalidDatabase("keyword hash \(hash) is not in the table") }
             let entry = buckets[place.bucket].entries.remove(at: place.slot)
             sizes[place.bucket] -= entry.serializedSize
             changed.insert(place.bucket)
@@ -65,7 +65,7 @@ extension CuckooTable {
         for hash in removals { _ = try takeOut(hash) }
         var reinsert: [HashBucket.Entry] = []
         for entry in changes {
-            guard let place = placement(ofKeywordHash: entry.keywordHash) else {
+            guard let place = position(ofKeywordHash: entry.keywordHash) else {
                 throw PIRError.invalidDatabase("keyword hash \(entry.keywordHash) is not in the table")
             }
             try Self.checkFits(entry, config: config)

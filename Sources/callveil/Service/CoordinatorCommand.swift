@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
-import LookupCluster
+import LookupCoordinator
 import LookupEngine
 import LookupService
 import ZeroMQ

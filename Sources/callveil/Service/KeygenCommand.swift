@@ -1,5 +1,5 @@
 import ArgumentParser
-import LookupCluster
+import LookupCoordinator
 import LookupService
 import ZeroMQ
 

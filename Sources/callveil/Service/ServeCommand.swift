@@ -2,7 +2,7 @@ import ArgumentParser
 import Hummingbird
 import Logging
 import Foundation
-import LookupCluster
+import LookupCoordinator
 import LookupDeployment
 import LookupService
 

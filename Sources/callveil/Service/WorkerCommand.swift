@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import LookupCluster
+import LookupCoordinator
 import LookupService
 import LookupWorker
 import ServiceLifecycle

@@ -1,6 +1,6 @@
 import Foundation
 import LookupClient
-import LookupCluster
+import LookupCoordinator
 import LookupDeployment
 import LookupProtocol
 import LookupService

@@ -3,7 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PIR
-import LookupCluster
+import LookupCoordinator
 import LookupDeployment
 import LookupService
 import LookupWorker

@@ -1,7 +1,7 @@
-import Cluster
+import ClusterTransport
 import Foundation
 import FuzzSupport
-import LookupCluster
+import LookupCoordinator
 import LookupEngine
 import LookupService
 import LookupStorage

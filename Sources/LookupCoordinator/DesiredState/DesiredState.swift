@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 
 /// What the cluster should look like: every shard to serve (with its content hash) and the workers that must
 /// hold it. The coordinator compares it with the actual state each worker reports in its heartbeat and sends

@@ -1,7 +1,7 @@
 /// Where shards live: every shard on `replication` distinct live workers (fewer if there are fewer workers),
 /// keeping current copies where possible, then moving copies from the most to the least loaded worker until
 /// loads differ by at most one.
-public enum Placement {
+public enum ShardPlacement {
     /// The target holders of each shard.
     public static func plan<Shard: Hashable & Comparable>(shards: [Shard], workers: [String], current: [Shard: Set<String>],
                                                         replication: Int) -> [Shard: Set<String>] {

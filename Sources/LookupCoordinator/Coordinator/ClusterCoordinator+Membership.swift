@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 import LookupProtocol
 import LookupEngine
 import LookupWorker

@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 import Foundation
 import LookupEngine
 import LookupProtocol
@@ -96,7 +96,7 @@ extension ClusterCoordinator {
             for (name, record) in s.workers {
                 for (key, sha) in record.actual where s.desired.shards[key]?.sha256 == sha { current[key, default: []].insert(name) }
             }
-            let plan = Placement.plan(shards: Array(s.desired.shards.keys), workers: Array(live), current: current,
+            let plan = ShardPlacement.plan(shards: Array(s.desired.shards.keys), workers: Array(live), current: current,
                                       replication: options.replication)
             if plan != s.desired.placement {
                 s.desired.placement = plan

@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 
 /// The queries waiting at the coordinator for a replica's credit, served fairly across owners (User-Identifiers),
 /// so a flood from a few users cannot make one phone wait behind all of it. Each waiter gets a turn number one past

@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 
 /// The coordinator's view of one admitted worker: where to reach it, and the actual state its last heartbeat
 /// reported, plus what was last sent to it (for back-off).

@@ -1,4 +1,4 @@
-import Cluster
+import ClusterTransport
 
 /// One shard's content as the cluster wants it served: its key, the SHA-256 of its shard file (so new data
 /// under the same config id is a different spec), and what a worker needs to load and serve it.
