@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks the source layout against Package.swift: every `import` of a package module is a declared dependency
-(so no module imports one above it; SwiftPM refuses cycles among the declared ones), the worker role's module
+(so no module imports one above it; SwiftPM refuses cycles among the declared ones) and every declared dependency
+is imported (no module carries dependencies it does not use), the worker role's module
 links neither Hummingbird, GRDB, PostgresNIO nor the HTTP service, no hand-written Swift file has more than
 400 lines and no folder more than 15 Swift files. Prints the module ladder (each module with its level: one
 above the highest it depends on). Run from the repository root; exits 1 on a violation."""
@@ -16,7 +17,9 @@ WORKER_FORBIDDEN = {"Hummingbird", "HummingbirdCore", "HummingbirdHTTP2", "GRDB"
 
 
 def targets(package):
-    """(name, kind, path, dependencies) of every target in Package.swift."""
+    """(name, kind, path, dependencies) of every target in Package.swift (products named by a `let` are read
+    through it)."""
+    named = dict(re.findall(r'^let\s+(\w+):\s*Target\.Dependency\s*=\s*\.product\(name:\s*"([^"]+)"', package, re.M))
     out = []
     for match in re.finditer(r'\.(target|executableTarget|testTarget|systemLibrary)\(', package):
         depth, end = 0, match.end() - 1
@@ -32,7 +35,9 @@ def targets(package):
         if dep_block:
             text = dep_block.group(1)
             deps += re.findall(r'\.product\(name:\s*"([^"]+)"', text)
-            deps += re.findall(r'"([^"]+)"', re.sub(r'\.product\([^)]*\)', '', text))
+            rest = re.sub(r'\.product\([^)]*\)', '', text)
+            deps += re.findall(r'"([^"]+)"', rest)
+            deps += [named[w] for w in re.findall(r'\b([a-zA-Z]\w*)\b', re.sub(r'"[^"]*"', '', rest)) if w in named]
         path = re.search(r'path:\s*"([^"]+)"', body)
         default = {"testTarget": "Tests"}.get(kind, "Sources")
         out.append((name, kind, path.group(1) if path else f"{default}/{name}", deps))
@@ -66,14 +71,20 @@ def main():
     for name, kind, path, declared in all_targets:
         if kind == "systemLibrary":
             continue
+        imported = set()
         for file in swift_files(path):
             lines = open(file, encoding="utf-8").read().split("\n")
             if not file.endswith(".pb.swift") and len(lines) > MAX_LINES:
                 problems.append(f"{file}: {len(lines)} lines (at most {MAX_LINES})")
             for line in lines:
-                m = re.match(r'(?:@\w+\s+)*import\s+(\w+)\s*$', line)
-                if m and m.group(1) in known and m.group(1) != name and m.group(1) not in declared:
+                m = re.match(r'(?:@\w+\s+)*import\s+(?:(?:struct|class|enum|func|protocol|typealias|var|let)\s+)?(\w+)', line)
+                if not m:
+                    continue
+                imported.add(m.group(1))
+                if m.group(1) in known and m.group(1) != name and m.group(1) not in declared:
                     problems.append(f"{file}: imports {m.group(1)}, which {name} does not depend on")
+        for unused in sorted(set(declared) - imported):
+            problems.append(f"{name} depends on {unused} but no file of it imports it")
     for root, dirs, files in os.walk("."):
         if any(part.startswith(".") for part in root.split(os.sep)[1:]) or "/fuzz" in root:
             continue
@@ -102,7 +113,7 @@ def main():
         print("layout:", p, file=sys.stderr)
     if problems:
         sys.exit(1)
-    print(f"layout: {WORKER_MODULE} links none of {', '.join(sorted(WORKER_FORBIDDEN))}; every import declared; "
+    print(f"layout: {WORKER_MODULE} links none of {', '.join(sorted(WORKER_FORBIDDEN))}; every import declared, every dependency imported; "
           f"no file over {MAX_LINES} lines, no folder over {MAX_FILES} Swift files")
 
 
