@@ -40,7 +40,7 @@ public struct TestServer: Sendable {
         var adminIterator = adminPorts.makeAsyncIterator()
         guard let port = await iterator.next(), let adminPort = await adminIterator.next() else { throw CancellationError() }
         let url = "http://127.0.0.1:\(port)"
-        let tokens = server.issuerKeys == nil ? nil : PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: url), userToken: "AAAA")
+        let tokens = server.privacyPass.keys == nil ? nil : PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: url), userToken: "AAAA")
         return TestServer(server: server, url: url, adminURL: "http://\(server.http.adminHost ?? "127.0.0.1"):\(adminPort)", group: group,
                           task: task, tokens: tokens)
     }
@@ -65,7 +65,7 @@ public struct TestServer: Sendable {
 
     /// A device-like client of this server with its own tokens.
     public func device(userIdentifier: String = UUID().uuidString) -> LookupDevice {
-        let auth: any AuthorizationProvider = server.issuerKeys == nil ? NoAuthorization()
+        let auth: any AuthorizationProvider = server.privacyPass.keys == nil ? NoAuthorization()
             : PrivacyPassAuthorization(issuer: http, userToken: "AAAA")
         return LookupDevice(http: http, userIdentifier: userIdentifier, authorization: auth)
     }

@@ -33,32 +33,16 @@ public actor LookupServer {
     public nonisolated let pool: ComputePool
     /// The endpoints.
     public nonisolated let api: LookupAPI
-    /// The user token → tier map of the current config (read by the token issuer).
-    public nonisolated let tiers: Mutex<[String: String]>
-    /// Privacy Pass issuer keys, when authentication is on.
-    public nonisolated let issuerKeys: IssuerKeyRing?
-    /// Spent token nonces, when authentication is on.
-    public nonisolated let nonces: (any NonceStore)?
-    /// Issuer names a token's challenge may carry.
-    public nonisolated let issuerNames: [String]?
     /// The public port's request-body bounds (port and connection budgets, minimum rate), shared by its routes.
     public nonisolated let bodies: BodyAdmissionMiddleware.Bounds
-    /// `/issue` rate per user token, by tier.
-    public nonisolated let issuanceLimiter: IssuanceLimiter
     /// Listener limits and the admin listener, as read at start (a reload does not move listeners).
     public nonisolated let http: ServiceConfig.HTTPSettings
-    /// The Oblivious HTTP gateway's settings, keys and replay cache, when the gateway is on (as read at start).
-    public nonisolated let gateway: (settings: ServiceConfig.Gateway, keys: GatewayKeyRing, replay: GatewayReplayCache)?
-    /// Reports and the Call Directory lists, when any of `reports`, `callDirectory`, `urlFilter` is configured.
-    public nonisolated let reportStore: (any ReportStore)?
-    /// Reporter credentials, when classification reports are taken.
-    public nonisolated let reporterCredentials: ReporterCredential?
-    /// The report, feed and URL-filter settings as read at start.
-    private nonisolated let provider: (reports: ServiceConfig.Reports?, callDirectory: ServiceConfig.CallDirectory?, urlFilter: ServiceConfig.URLFilter?)
-    /// Reports per reporter.
-    private nonisolated let reportLimiter: IssuanceLimiter
-    /// The gateway's target when it forwards to other origins (else it answers in-process).
-    private nonisolated let gatewayOrigin: OriginGatewayTarget?
+    /// Privacy Pass: issuer keys, spent nonces, tiers and issuance rates.
+    public nonisolated let privacyPass: PrivacyPassSetup
+    /// Reports, the Call Directory and the URL filter, as configured.
+    public nonisolated let feeds: ProviderFeeds
+    /// The Oblivious HTTP gateway, when it is on (as read at start).
+    public nonisolated let gateway: GatewaySetup?
     private let logger: Logger
 
     /// Reads the config, opens the key store and loads every use case. `makeExecutor` builds the shard executor
@@ -107,50 +91,12 @@ public actor LookupServer {
         self.pool = pool
         self.api = LookupAPI(registry: registry, keyStore: store, keyCache: cache, executor: executor, pool: pool,
                              limits: limits, metrics: metrics, logger: logger)
-        self.tiers = Mutex(config.tierByToken)
         self.logger = logger
-        let privacyPass = config.privacyPass ?? .init()
-        issuerNames = privacyPass.issuerNames
-        issuanceLimiter = IssuanceLimiter(rates: config.issueRates)
         http = config.http ?? .init()
         bodies = http.bodyBounds
-        if let settings = config.gateway, settings.enabled ?? true {
-            gateway = (settings, try settings.makeKeyRing(shared: shared != nil), settings.makeReplayCache())
-            gatewayOrigin = settings.targets.flatMap { $0.isEmpty ? nil : OriginGatewayTarget(targets: $0, timeoutSeconds: settings.targetTimeoutSeconds ?? 30) }
-        } else {
-            gateway = nil
-            gatewayOrigin = nil
-        }
-        reportStore = try config.makeReportStore(shared: shared)
-        if let reports = config.reports, reports.enabled ?? true {
-            reporterCredentials = try ReporterCredential.load(path: reports.reporterKeyFile ?? "reporter.key")
-        } else {
-            reporterCredentials = nil
-        }
-        provider = (config.reports, config.callDirectory, config.urlFilter)
-        let perHour = config.reports?.reportsPerHour ?? 30
-        reportLimiter = IssuanceLimiter(rates: ["reporter": .init(perSecond: perHour / 3600, burst: Double(config.reports?.reportBurst ?? 10))])
-        if privacyPass.enabled ?? true {
-            let lifetime = TimeInterval(privacyPass.keyLifetimeSeconds ?? 30 * 86400)
-            let overlap = TimeInterval(privacyPass.keyOverlapSeconds ?? 2 * 86400)
-            let maxPerKey = privacyPass.maxNoncesPerKey ?? 100_000_000
-            if let shared {
-                // The ring starts empty and `apply` loads it (creating keys once for all coordinators).
-                issuerKeys = try IssuerKeyRing(lifetime: lifetime, overlap: overlap)
-                nonces = PostgresNonceStore(store: shared, maxPerKey: maxPerKey)
-            } else {
-                issuerKeys = try IssuerKeyRing(directory: privacyPass.keyDirectory ?? "issuer-keys", lifetime: lifetime, overlap: overlap)
-                nonces = try SQLiteNonceStore(path: privacyPass.nonceDatabase ?? "nonces.sqlite", maxPerKey: maxPerKey)
-            }
-            if let names = issuerNames {
-                logger.warning("privacyPass.issuerNames is set: tokens whose challenge names another issuer get 401; the issuer name devices use is undocumented, so this may refuse real phones",
-                               metadata: ["issuerNames": "\(names.count)"])
-            }
-        } else {
-            logger.warning("Privacy Pass is disabled: the PIR endpoints accept requests without tokens")
-            issuerKeys = nil
-            nonces = nil
-        }
+        privacyPass = try PrivacyPassSetup(config: config, shared: shared, logger: logger)
+        feeds = try ProviderFeeds(config: config, shared: shared)
+        gateway = try GatewaySetup(config: config, shared: shared)
         _ = try await apply(config, failFast: true)
         try await ensureGatewayKeys()
         metrics.recordKeyStore(try await store.usage())
@@ -166,9 +112,8 @@ public actor LookupServer {
     }
 
     private func apply(_ config: ServiceConfig, failFast: Bool) async throws -> [String] {
-        tiers.withLock { $0 = config.tierByToken }
-        issuanceLimiter.update(rates: config.issueRates)
-        try await ensureIssuerKeys(tiers: config.users.map(\.tier))
+        privacyPass.update(config)
+        try await privacyPass.ensureKeys(tiers: config.users.map(\.tier), sharedStore: sharedStore)
         var failed: [String] = []
         let wanted = Set(config.usecases.map(\.name))
         for name in registry.names where !wanted.contains(name) {
@@ -210,9 +155,8 @@ public actor LookupServer {
         let purged = try await keyStore.purgeExpired()
         if purged > 0 { metrics.increment("callveil_evaluation_keys_expired_total", by: purged) }
         metrics.recordKeyStore(try await keyStore.usage())
-        if let issuerKeys, let nonces {
-            let tiers = Set(self.tiers.withLock { $0.values })
-            if try await ensureIssuerKeys(tiers: Array(tiers)) {
+        if let issuerKeys = privacyPass.keys, let nonces = privacyPass.nonces {
+            if try await privacyPass.ensureKeys(tiers: privacyPass.currentTiers, sharedStore: sharedStore) {
                 logger.info("issuer keys rotated")
                 metrics.increment("callveil_issuer_key_rotations_total")
             }
@@ -233,20 +177,8 @@ public actor LookupServer {
         try await gateway?.keys.ensure(sharedStore: sharedStore) ?? false
     }
 
-    /// Makes the issuer keys current for `tiers`: in the shared store (decided once for every coordinator, and
-    /// loaded with what others decided), else in the key directory. Returns whether keys were created or dropped.
-    @discardableResult
-    private func ensureIssuerKeys(tiers: [String]) async throws -> Bool {
-        guard let issuerKeys else { return false }
-        if let sharedStore { return try await PostgresRotatingKeyStore<IssuerKeyKind>(store: sharedStore).ensure(issuerKeys, groups: tiers) }
-        return try issuerKeys.ensure(tiers: tiers)
-    }
-
     /// The Privacy Pass verifier of the PIR endpoints, when authentication is on.
-    public nonisolated var verifier: PrivacyPassVerifier? {
-        guard let issuerKeys, let nonces else { return nil }
-        return PrivacyPassVerifier(keys: issuerKeys, nonces: nonces, issuerNames: issuerNames)
-    }
+    public nonisolated var verifier: PrivacyPassVerifier? { privacyPass.verifier }
 
     /// The router of the public port: the PIR endpoints and the token issuer.
     public nonisolated func makeRouter(inFlight: InFlightLimitMiddleware? = nil) -> Router<LookupRequestContext> {
@@ -255,31 +187,12 @@ public actor LookupServer {
         LookupRoutes.add(to: router, api: api, metrics: metrics, verifier: verifier, bodies: bodies, inFlight: inFlight,
                          maxPerUser: http.maxRequestsPerUser ?? 4)
         let open = LookupRoutes.openGroup(of: router, bodies: bodies, inFlight: inFlight, metrics: metrics)
-        if let issuerKeys {
-            PrivacyPassRoutes.add(to: open, keys: issuerKeys, limiter: issuanceLimiter) { [self] token in self.tier(of: token) }
+        let privacyPass = self.privacyPass
+        if let issuerKeys = privacyPass.keys {
+            PrivacyPassRoutes.add(to: open, keys: issuerKeys, limiter: privacyPass.issuanceLimiter) { privacyPass.tier(of: $0) }
         }
-        addProviderRoutes(to: open)
+        feeds.addRoutes(to: open, verifier: verifier, tierOf: { privacyPass.tier(of: $0) }, metrics: metrics)
         return router
-    }
-
-    /// The tier of a user token in the current config (nil: unknown token).
-    private nonisolated func tier(of userToken: String) -> String? { tiers.withLock { $0[userToken] } }
-
-    /// The report, Call Directory and URL-filter routes that are configured.
-    private nonisolated func addProviderRoutes(to router: RouterGroup<LookupRequestContext>) {
-        guard let reportStore else { return }
-        if let reporterCredentials, let reports = provider.reports {
-            ReportRoutes.add(to: router, settings: .init(store: reportStore, credentials: reporterCredentials, limiter: reportLimiter,
-                                                         maxReportBytes: reports.maxReportBytes ?? 16384,
-                                                         tierOf: { [self] token in self.tier(of: token) }, metrics: metrics))
-        }
-        if let callDirectory = provider.callDirectory {
-            CallDirectoryRoutes.add(to: router, store: reportStore, maxEntriesPerPage: callDirectory.maxEntriesPerPage ?? 20_000, metrics: metrics)
-        }
-        if let urlFilter = provider.urlFilter {
-            URLFilterRoutes.add(to: router, prefilterDirectory: urlFilter.prefilterDirectory, metrics: metrics)
-            ReportRoutes.addURLReports(to: router, store: reportStore, verifier: verifier, maxURLs: urlFilter.maxURLsPerReport ?? 100, metrics: metrics)
-        }
     }
 
     /// The router of the public port: `makeRouter()`'s routes and, when the gateway is on, its key configurations
@@ -288,22 +201,14 @@ public actor LookupServer {
     public nonisolated func makePublicRouter() -> Router<LookupRequestContext> {
         let inFlight = http.inFlightLimit
         let router = makeRouter(inFlight: inFlight)
-        guard let gateway else { return router }
-        let target: any GatewayTarget = gatewayOrigin ?? InProcessGatewayTarget(router: makeRouter(), logger: logger)
-        var refresh: (@Sendable () async throws -> Void)?
-        if let sharedStore { refresh = { [keys = gateway.keys] in _ = try await keys.ensure(sharedStore: sharedStore) } }
-        let sharedReplay = sharedStore.map { PostgresReplayStore(store: $0, window: gateway.replay.window) }
-        ObliviousGatewayRoutes.add(to: router, gateway: ObliviousGateway(keys: gateway.keys, replay: gateway.replay, target: target,
-                                                                         metrics: metrics, logger: logger, refresh: refresh,
-                                                                         sharedReplay: sharedReplay, sizeClasses: gateway.settings.sizeClasses),
-                                   keysPath: gateway.settings.keysPath, requestPath: gateway.settings.gatewayPath,
-                                   bodies: bodies, inFlight: inFlight, metrics: metrics)
+        gateway?.addRoutes(to: router, inner: makeRouter(), sharedStore: sharedStore, bodies: bodies, inFlight: inFlight,
+                           metrics: metrics, logger: logger)
         return router
     }
 
     /// Stops the gateway's connections to its targets.
     public nonisolated func shutdownGateway() async {
-        await gatewayOrigin?.shutdown()
+        await gateway?.origin?.shutdown()
     }
 
     /// The HTTP application on `host:port` (at most `http.maxConnections` connections, each request read within

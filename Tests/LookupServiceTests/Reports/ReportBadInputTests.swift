@@ -61,7 +61,7 @@ struct ReportBadInputTests {
         }
         let (wrongType, typeText) = try await post(info(#""number":"+15551234567""#), type: "text/plain")
         #expect(wrongType == 415 && typeText.contains("report.unsupported-media-type"))
-        let store = try #require(server.server.reportStore)
+        let store = try #require(server.server.feeds.store)
         #expect(try await store.reports(number: nil, limit: 10).isEmpty, "nothing refused was stored")
 
         // A valid report, replayed twice: counted once. Raw action values are accepted too.
@@ -99,7 +99,7 @@ struct ReportBadInputTests {
         for (name, headers, body, status) in cases {
             #expect(try await server.post("/report", body: body, headers: headers).status == status, "\(name)")
         }
-        let store = try #require(server.server.reportStore)
+        let store = try #require(server.server.feeds.store)
         #expect(try await store.urlAggregates(limit: 10).isEmpty)
         // One token, sent twice: the second is a spent token.
         let authorization = try #require(try await server.tokens?.authorization())
@@ -124,7 +124,7 @@ struct ReportBadInputTests {
         #expect(try await get("/call-directory/blocking?since=x") == 400)
         #expect(try await get("/call-directory/blocking?after=-5") == 400)
         #expect(try await get("/call-directory/blocking?version=3") == 404)
-        let store = try #require(server.server.reportStore)
+        let store = try #require(server.server.feeds.store)
         _ = try await store.publish(.blocking, entries: [DirectoryEntry(number: 15551234567, reason: "test")], at: 1)
         #expect(try await get("/call-directory/blocking?version=1&since=2") == 400)
         #expect(try await get("/call-directory/blocking?version=1&since=0") == 200)

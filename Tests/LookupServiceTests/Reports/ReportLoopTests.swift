@@ -87,7 +87,7 @@ struct ReportLoopTests {
     /// Publishes, updates the database, reloads; meanwhile a phone looks the database's own numbers up and every
     /// answer must be the dataset's.
     static func publishUnderLoad(_ loop: Loop) async throws -> (DirectoryPublication, BlockListPublisher.Update) {
-        let store = try #require(loop.server.server.reportStore)
+        let store = try #require(loop.server.server.feeds.store)
         let publisher = BlockListPublisher(store: store, policy: ReportPolicy(minJunkReporters: 5, minJunkShare: 0.8))
         let stop = Tally(), checked = Tally()
         let device = loop.server.device()
@@ -131,7 +131,7 @@ struct ReportLoopTests {
         #expect(try await Self.report(server, replay).body.contains("\"duplicate\""))
         var (publication, update) = try await Self.publishUnderLoad(loop)
         #expect(publication.version == 0 && update.to == 0)
-        let store = try #require(server.server.reportStore)
+        let store = try #require(server.server.feeds.store)
         #expect(try await store.aggregates(minReporters: 1, limit: 10).first?.junk == 4)
 
         // The fifth crosses it.
@@ -204,7 +204,7 @@ struct ReportLoopTests {
     func curatedBlocksSurvive() async throws {
         let loop = try await Self.start()
         defer { Task { await loop.server.stop() } }
-        let store = try #require(loop.server.server.reportStore)
+        let store = try #require(loop.server.server.feeds.store)
         let publisher = BlockListPublisher(store: store, policy: ReportPolicy(minJunkReporters: 5, minJunkShare: 0.8))
         var curated: [String: [UInt8]] = [:]
         for (i, number) in loop.numbers.enumerated() { curated[number] = [i % 4 == 0 ? 1 : 0] }
@@ -265,7 +265,7 @@ struct ReportLoopTests {
     func paging() async throws {
         let loop = try await Self.start(pageSize: 3)
         defer { Task { await loop.server.stop() } }
-        let store = try #require(loop.server.server.reportStore)
+        let store = try #require(loop.server.server.feeds.store)
         let numbers: [Int64] = [14155550107, 14155550103, 14155550105, 14155550101, 14155550104, 14155550102, 14155550106]
         _ = try await store.publish(.identification, entries: numbers.map { DirectoryEntry(number: $0, label: "Caller \($0 % 100)", reason: "import") }, at: 1)
         var seen: [Int64] = []

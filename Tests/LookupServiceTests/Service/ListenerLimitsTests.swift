@@ -204,7 +204,9 @@ struct ListenerLimitsTests {
         #expect(try await server.http.send(path: "/key", headers: [("User-Identifier", "u2")] + device, body: [0xFF, 0xFF]).status == 400)
         // Nine MiB of it arrive: now it holds them, and a 2 MiB body does not fit.
         holder?.sendBytes([UInt8](repeating: 0x41, count: 9 << 20))
-        try await Task.sleep(for: .milliseconds(500))
+        // Until the server has read them (a loaded machine takes longer than a fixed sleep).
+        let budget = server.server.bodies.budget
+        #expect(try await eventually(seconds: 10) { budget.inUse >= 9 << 20 }, "held \(budget.inUse) bytes")
         let refused = try RawConnection(port: port)
         refused.send(head.replacingOccurrences(of: "u1", with: "u3") + "Content-Length: \(2 << 20)\r\n\r\n")
         refused.sendBytes([UInt8](repeating: 0x42, count: 2 << 20))

@@ -23,8 +23,8 @@ struct SharedStoreTests {
         defer { Task { await a.stop(); await b.stop() } }
         #expect(a.server.sharedStore != nil && b.server.sharedStore != nil)
         // One issuer key ring for both, made once.
-        #expect(a.server.issuerKeys?.liveKeyIDs == b.server.issuerKeys?.liveKeyIDs)
-        #expect(a.server.issuerKeys?.liveKeyIDs.count == 2)  // tier1 and tier2
+        #expect(a.server.privacyPass.keys?.liveKeyIDs == b.server.privacyPass.keys?.liveKeyIDs)
+        #expect(a.server.privacyPass.keys?.liveKeyIDs.count == 2)  // tier1 and tier2
 
         // The device uploads its key through A (its first lookup) and then queries through B.
         let device = LookupDevice(http: a.http, userIdentifier: "shared-store-user",
