@@ -44,6 +44,27 @@ def targets(package):
     return out
 
 
+def doc_paths(doc):
+    """Every source path an architecture walk names (`Module/Folder/File.swift`, `Folder/Type`, `File.member`)
+    must exist, and a named member must be declared in that file: the walks stay true as code moves."""
+    problems = []
+    text = open(doc, encoding="utf-8").read()
+    for token in sorted(set(re.findall(r'`([A-Z][A-Za-z0-9]*(?:/[A-Za-z0-9+_]+)+(?:\.[A-Za-z]+)?/?)`', text))):
+        path, member = token.rstrip("/"), None
+        m = re.match(r'(.*)\.([a-z]\w*)$', path)
+        if m and m.group(2) != "swift":
+            path, member = m.group(1), m.group(2)
+        path = path[:-len(".swift")] if path.endswith(".swift") else path
+        roots = ["Sources", "Tests", "."] + [os.path.join("Sources", d) for d in sorted(os.listdir("Sources"))]
+        found = next((os.path.join(r, path) + ext for r in roots for ext in ("", ".swift")
+                      if os.path.exists(os.path.join(r, path) + ext)), None)
+        if found is None:
+            problems.append(f"{doc}: `{token}` names no file or folder")
+        elif member and not re.search(rf'\b(func|var|let|init|case)\s+{member}\b', open(found, encoding="utf-8").read()):
+            problems.append(f"{doc}: `{token}`: {found} declares no {member}")
+    return problems
+
+
 def swift_files(path):
     for root, _, files in os.walk(path):
         for f in files:
@@ -97,6 +118,8 @@ def main():
     if leaked:
         problems.append(f"{WORKER_MODULE} links {', '.join(sorted(leaked))}")
 
+    problems += doc_paths("docs/architecture.md")
+
     level = {}
 
     def level_of(name):
@@ -113,7 +136,7 @@ def main():
         print("layout:", p, file=sys.stderr)
     if problems:
         sys.exit(1)
-    print(f"layout: {WORKER_MODULE} links none of {', '.join(sorted(WORKER_FORBIDDEN))}; every import declared, every dependency imported; "
+    print(f"layout: {WORKER_MODULE} links none of {', '.join(sorted(WORKER_FORBIDDEN))}; every import declared, every dependency imported, every path the architecture walks name exists; "
           f"no file over {MAX_LINES} lines, no folder over {MAX_FILES} Swift files")
 
 
