@@ -106,8 +106,10 @@ public final class ObliviousGateway: Sendable {
             throw GatewayError(.keyConfiguration, "the key has expired; fetch the key configuration again")
         }
         let opened: OHTTPOpenedRequest
+        let start = ContinuousClock.now
         do {
             opened = try gateway.decapsulate(message)
+            metrics.recordStage(.decapsulation, .now - start)
         } catch let error as OHTTPError {
             metrics.increment("callveil_ohttp_decapsulation_failures_total", dimensions: [("code", error.code.name)])
             switch error.code {

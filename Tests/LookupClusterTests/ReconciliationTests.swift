@@ -63,6 +63,13 @@ struct ReconciliationTests {
         try await Self.sameConfigUpdate(server: server, directory: directory, data: data, flip: 3)
         let coordinator = try #require(server.server.executor as? ClusterCoordinator)
         #expect(await coordinator.waitUntilConverged(timeout: .seconds(10)))
+        // The cluster hop and the worker's stages are timed into the process's histograms.
+        // (This test's service keeps metrics of its own, which its workers share; `callveil serve` gives all one.)
+        let clusterMetrics = String(decoding: cluster.metrics.exposition(), as: UTF8.self)
+        let serviceMetrics = String(decoding: server.server.metrics.exposition(), as: UTF8.self)
+        let hops = stageCount(clusterMetrics, "cluster_round_trip"), computes = stageCount(serviceMetrics, "compute")
+        #expect(hops >= 1 && computes >= hops && stageCount(serviceMetrics, "execution") >= hops,
+                "round trips \(hops), computes \(computes), executions \(stageCount(serviceMetrics, "execution"))")
         for worker in workers { worker.stop() }
         await server.stop()
         coordinator.shutdown()

@@ -24,8 +24,11 @@ extension ClusterCoordinator {
             }
             guard case .reserved(let worker, let id) = choice else { break }
             tried.insert(worker)
+            let sent = ContinuousClock.now
             do {
-                return try await call(worker: worker, id: id, request: request)
+                let response = try await call(worker: worker, id: id, request: request)
+                options.metrics?.recordStage(.clusterRoundTrip, .now - sent)
+                return response
             } catch let failure as WorkerFailure {
                 logger.warning("retrying a query on another replica", metadata: ["shard": "\(shard)", "worker": .string(worker),
                                                                                  "reason": .string(failure.reason)])

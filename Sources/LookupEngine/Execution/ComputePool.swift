@@ -42,6 +42,7 @@ public final class ComputePool: Sendable {
         let lane: Lane
         let owner: String
         let deadline: ContinuousClock.Instant
+        let enqueued = ContinuousClock.now
         let body: @Sendable () -> Void
         let fail: @Sendable (ComputePoolError) -> Void
         let cancelled = Atomic<Bool>(false)
@@ -86,10 +87,13 @@ public final class ComputePool: Sendable {
     public let width: Int
     /// Queue bounds.
     public let limits: Limits
+    /// Where each job's wait for its slot is recorded (`queue_wait`, `key_queue_wait`).
+    private let metrics: ServiceMetrics?
 
     /// A pool running `width` jobs at once.
-    public init(width: Int, limits: Limits = Limits()) {
+    public init(width: Int, limits: Limits = Limits(), metrics: ServiceMetrics? = nil) {
         self.width = max(width, 1)
+        self.metrics = metrics
         var limits = limits
         limits.keyWidth = min(limits.keyWidth, self.width)
         self.limits = limits
@@ -162,6 +166,7 @@ public final class ComputePool: Sendable {
                 state.withLock { $0.count(reason) }
                 job.fail(reason)
             } else {
+                metrics?.recordStage(job.lane == .query ? .queueWait : .keyQueueWait, .now - job.enqueued)
                 job.body()
             }
             finished(job.lane)

@@ -119,13 +119,14 @@ public final class LocalShardExecutor: ShardExecutor {
         let key = try await evaluationKey(request.key, context: context, deadline: deadline)
         try Task.checkCancellation()
         let query = request.query
-        let start = ContinuousClock.now
-        let response = try await pool.run(owner: owner, deadline: deadline) {
+        let (response, computed) = try await pool.run(owner: owner, deadline: deadline) {
+            let start = ContinuousClock.now  // on the slot: the wait for it is `queue_wait`
             let ciphertexts = try query.native(context: context)
             let replies = try server.computeResponse(query: ciphertexts, pirCalls: Int(query.numPirCalls), evaluationKey: key)
-            return ProtoPIRResponse(replies: replies)
+            return (ProtoPIRResponse(replies: replies), ContinuousClock.now - start)
         }
-        metrics?.recordCompute(useCase: request.useCase, duration: ContinuousClock.now - start)
+        metrics?.recordCompute(useCase: request.useCase, duration: computed)
+        metrics?.recordStage(.compute, computed)
         return response
     }
 
@@ -141,6 +142,8 @@ public final class LocalShardExecutor: ShardExecutor {
                 return key
             }
             metrics?.increment("callveil_key_cache_lookups_total", dimensions: [("result", "miss")])
+            let start = ContinuousClock.now
+            defer { metrics?.recordStage(.keyFetch, .now - start) }
             guard let stored = try await keyStore.key(user: user, identifier: identifier), stored.timestamp == timestamp else {
                 throw EngineError.evaluationKeyNotFound
             }

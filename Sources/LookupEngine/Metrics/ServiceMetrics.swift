@@ -16,7 +16,8 @@ public final class ServiceMetrics: Sendable {
         self.registry = registry
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
-            .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
             .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(10),
         ]
         self.factory = factory
@@ -36,6 +37,12 @@ public final class ServiceMetrics: Sendable {
     /// Records the PIR computation of one shard query.
     public func recordCompute(useCase: String, duration: Duration) {
         CoreMetrics.Timer(label: "callveil_pir_compute_seconds", dimensions: [("usecase", useCase)], factory: factory)
+            .recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// Records the time one lookup spent in `stage` (`callveil_lookup_stage_seconds`).
+    public func recordStage(_ stage: LookupStage, _ duration: Duration) {
+        CoreMetrics.Timer(label: "callveil_lookup_stage_seconds", dimensions: [("stage", stage.rawValue)], factory: factory)
             .recordNanoseconds(Self.nanoseconds(duration))
     }
 

@@ -162,10 +162,14 @@ public struct LookupAPI: Sendable {
         guard requests.requests.count <= limits.maxRequestsPerQuery else {
             throw LookupError.badRequest("At most \(limits.maxRequestsPerQuery) requests per call")
         }
+        let routing = ContinuousClock.now
         var jobs: [ShardQuery] = []
         for request in requests.requests {
             jobs.append(try await route(request, user: user))
         }
+        let execution = ContinuousClock.now
+        metrics.recordStage(.routing, execution - routing)
+        defer { metrics.recordStage(.execution, .now - execution) }
         let replies = try await withThrowingTaskGroup(of: (Int, ProtoPIRResponse).self) { group in
             for (index, job) in jobs.enumerated() {
                 group.addTask { (index, try await executor.execute(job)) }

@@ -77,7 +77,7 @@ public actor LookupServer {
         let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
         let width = config.concurrentQueries ?? 2
         let queueTimeout = Duration.milliseconds(Int64((config.http?.queueTimeoutSeconds ?? 2) * 1000))
-        let pool = pool ?? ComputePool(width: width, limits: .init(queryQueue: width * (config.http?.queuedQueriesPerSlot ?? 8), keyQueue: 16, keyWidth: 1, queueTimeout: queueTimeout))
+        let pool = pool ?? ComputePool(width: width, limits: .init(queryQueue: width * (config.http?.queuedQueriesPerSlot ?? 8), keyQueue: 16, keyWidth: 1, queueTimeout: queueTimeout), metrics: metrics)
         let executor = try makeExecutor?(ExecutorEnvironment(keyStore: store, sharedStore: shared)) ?? LocalShardExecutor(keyStore: store, cache: cache, pool: pool,
                                                                       threads: config.computeThreads, metrics: metrics)
         var limits = LookupAPI.Limits()

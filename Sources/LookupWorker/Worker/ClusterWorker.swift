@@ -147,7 +147,7 @@ public final class ClusterWorker: Sendable {
         let keys = CoordinatorKeyReader { _, _, _ in }
         self.keys = keys
         self.executor = LocalShardExecutor(keyStore: keys, cache: EvaluationKeyCache(capacity: options.keyCacheBytes),
-                                           pool: options.pool ?? ComputePool(width: 2), threads: options.threads,
+                                           pool: options.pool ?? ComputePool(width: 2, metrics: options.metrics), threads: options.threads,
                                            metrics: options.metrics)
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])

@@ -62,6 +62,13 @@ struct ObliviousGatewayTests {
         #expect(Set(exchanges.compactMap { $0["aead"] as? Int }) == [1, 3])
         let metrics = String(decoding: try await server.admin.send(method: .GET, path: "/metrics", headers: [], body: nil).body, as: UTF8.self)
         #expect(metrics.contains("callveil_ohttp_requests_total{result=\"ok\"} \(exchanges.count)"))
+        // Where each lookup's time went: every stage of the path through the gateway has its histogram.
+        let queries = exchanges.filter { $0["path"] as? String == "/queries" }.count
+        #expect(stageCount(metrics, "decapsulation") == exchanges.count)
+        #expect(stageCount(metrics, "token_check") >= queries && queries > 0, "token checks: \(stageCount(metrics, "token_check"))")
+        for stage in ["routing", "execution", "queue_wait", "compute"] {
+            #expect(stageCount(metrics, stage) >= queries, "\(stage): \(stageCount(metrics, stage)) of \(queries) lookups")
+        }
         proxy.stop()
         print("interop (\(`protocol`)): \(exchanges.count) exchanges through the gateway over HTTP/2 (\(paths.sorted().joined(separator: ", "))), \(checked + 1) PIR answers checked")
         await server.stop()

@@ -21,7 +21,7 @@ public enum LookupRoutes {
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
         let pir = router.group()
         pir.add(middleware: PerUserLimitMiddleware(limit: maxPerUser))
-        if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier)) }
+        if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier, metrics: metrics)) }
         pir.add(middleware: UserIdentifierMiddleware())
         pir.add(middleware: UserAgentMiddleware())
         pir.add(middleware: BodyAdmissionMiddleware(bounds: bodies, limit: LookupRequestContext.maxBodyBytes, metrics: metrics))

@@ -60,7 +60,7 @@ public enum ReportRoutes {
     public static func addURLReports(to router: some RouterMethods<LookupRequestContext>, store: any ReportStore, verifier: (any PrivateTokenVerifier)?,
                                      maxURLs: Int, metrics: ServiceMetrics, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         let group = router.group()
-        if let verifier { group.add(middleware: PrivateTokenMiddleware(verifier: verifier)) }
+        if let verifier { group.add(middleware: PrivateTokenMiddleware(verifier: verifier, metrics: metrics)) }
         group.post("/report") { request, _ -> Response in
             do {
                 let body = try await bodyOrRefuse(request, limit: maxURLs * (URLNormalizer.maxLength + 8) + 64)
