@@ -8,7 +8,9 @@ import Synchronization
 /// before it starts. Queries go first; key parsing runs on at most `keyWidth` slots, so a flood of key uploads can
 /// slow lookups by at most that share and never queue in front of them. Within a lane, waiting jobs are served
 /// round-robin by owner (the User-Identifier), and a full queue makes room for a newcomer by refusing the newest job
-/// of the owner holding the most: a flood from a few users cannot make one phone wait behind all of it.
+/// of the owner holding the most: a flood from a few users cannot make one phone wait behind all of it. A query
+/// job that the jobs ahead of it (served in turn, at the mean time a query holds its slot) would keep waiting past
+/// its deadline is refused at once (`deadlineUnreachable`, 503), not queued to time out.
 public final class ComputePool: Sendable {
     /// What a job is, which decides its queue and its share of the slots.
     public enum Lane: Int, Sendable, CaseIterable {
@@ -68,6 +70,15 @@ public final class ComputePool: Sendable {
         var refused: [Int] = Array(repeating: 0, count: Lane.allCases.count)
         var expired = 0
         var cancelled = 0
+        var unreachable = 0
+        /// Mean time a query job holds its slot (exponentially weighted), and how many jobs it is drawn from.
+        var queryService: Double = 0
+        var queryServiceSamples = 0
+
+        mutating func recordService(_ seconds: Double) {
+            queryService = queryServiceSamples == 0 ? seconds : queryService + 0.2 * (seconds - queryService)
+            queryServiceSamples += 1
+        }
 
         mutating func count(_ reason: ComputePoolError) {
             switch reason.code {
@@ -128,12 +139,33 @@ public final class ComputePool: Sendable {
         }
     }
 
+    /// Query jobs refused at once because the queue ahead would outlast their deadline, and the mean time a query
+    /// job holds its slot that the estimate uses (nil until enough jobs have run).
+    public var admission: (unreachable: Int, meanService: Duration?) {
+        state.withLock { s in
+            (s.unreachable, s.queryServiceSamples >= Self.samplesBeforeEstimating ? .seconds(s.queryService) : nil)
+        }
+    }
+
+    /// Query jobs that must have run before their mean time is trusted for refusing by deadline.
+    static let samplesBeforeEstimating = 8
+
     private func submit(_ job: Job) {
-        enum Outcome { case start, queued(pushedOut: Job?), refused }
+        enum Outcome { case start, queued(pushedOut: Job?), refused, unreachable }
         let outcome: Outcome = state.withLock { s in
             if canStart(job.lane, s) {
                 s.running[job.lane.rawValue] += 1
                 return .start
+            }
+            if job.lane == .query, s.queryServiceSamples >= Self.samplesBeforeEstimating {
+                // Refused now rather than queued to time out: the jobs ahead of it, served in turn by `width` slots,
+                // would keep it waiting past its deadline.
+                let ahead = s.waiting[job.lane.rawValue].ahead(of: job.owner)
+                let wait = Double(ahead + 1) / Double(width) * s.queryService
+                if ContinuousClock.now + .seconds(wait) > job.deadline {
+                    s.unreachable += 1
+                    return .unreachable
+                }
             }
             var pushedOut: Job?
             if s.queued(job.lane) >= (job.lane == .query ? limits.queryQueue : limits.keyQueue) {
@@ -148,6 +180,7 @@ public final class ComputePool: Sendable {
         case .start: launch(job)
         case .queued(let pushedOut): pushedOut?.fail(.busy(job.lane))
         case .refused: job.fail(.busy(job.lane))
+        case .unreachable: job.fail(.deadlineUnreachable)
         }
     }
 
@@ -166,8 +199,13 @@ public final class ComputePool: Sendable {
                 state.withLock { $0.count(reason) }
                 job.fail(reason)
             } else {
-                metrics?.recordStage(job.lane == .query ? .queueWait : .keyQueueWait, .now - job.enqueued)
+                let start = ContinuousClock.now
+                metrics?.recordStage(job.lane == .query ? .queueWait : .keyQueueWait, start - job.enqueued)
                 job.body()
+                if job.lane == .query {
+                    let held = ContinuousClock.now - start
+                    state.withLock { $0.recordService(Double(held.components.seconds) + Double(held.components.attoseconds) * 1e-18) }
+                }
             }
             finished(job.lane)
         }

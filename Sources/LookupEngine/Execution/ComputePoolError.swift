@@ -3,7 +3,7 @@ public struct ComputePoolError: Error, Hashable, Sendable, CustomStringConvertib
     /// A stable error code, in the style of swift-certificates' `CertificateError`: compare codes, not messages.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Base: String, Sendable {
-            case busy, deadlinePassed, cancelled
+            case busy, deadlinePassed, deadlineUnreachable, cancelled
         }
 
         fileprivate let base: Base
@@ -14,6 +14,8 @@ public struct ComputePoolError: Error, Hashable, Sendable, CustomStringConvertib
         public static let busy = Code(.busy)
         /// The job waited in the queue past its deadline.
         public static let deadlinePassed = Code(.deadlinePassed)
+        /// The jobs ahead of it would keep the job waiting past its deadline: refused at once, not queued to time out.
+        public static let deadlineUnreachable = Code(.deadlineUnreachable)
         /// The caller went away before the job started.
         public static let cancelled = Code(.cancelled)
     }
@@ -35,6 +37,9 @@ public struct ComputePoolError: Error, Hashable, Sendable, CustomStringConvertib
 
     /// The job waited in the queue past its deadline.
     public static let deadlinePassed = ComputePoolError(.deadlinePassed, "waited too long for compute")
+
+    /// The jobs ahead of it would keep the job waiting past its deadline.
+    public static let deadlineUnreachable = ComputePoolError(.deadlineUnreachable, "the queue ahead would outlast the deadline")
 
     /// The caller went away before the job started.
     public static let cancelled = ComputePoolError(.cancelled, "cancelled before it started")

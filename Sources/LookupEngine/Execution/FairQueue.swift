@@ -30,6 +30,13 @@ struct FairQueue<Element> {
         return element
     }
 
+    /// How many queued elements would be served before one `owner` appends now: its own, and from every other
+    /// owner at most one more than `owner` has queued (the rotation serves owners in turn).
+    func ahead(of owner: String) -> Int {
+        let mine = queues[owner]?.count ?? 0
+        return queues.reduce(0) { sum, entry in sum + (entry.key == owner ? entry.value.count : min(entry.value.count, mine + 1)) }
+    }
+
     /// The newest element of the owner with the most queued, if it holds at least two more than `owner` does
     /// (taking one from it still leaves it more than `owner` will have).
     mutating func pushOut(for owner: String) -> Element? {
