@@ -21,7 +21,7 @@ public func initialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutable
 
 let verifier: PrivacyPassVerifier = {
     let server = Fixture.server
-    return PrivacyPassVerifier(keys: server.issuerKeys!, nonces: server.nonces!, issuerNames: server.issuerNames)
+    return server.privacyPass.verifier!
 }()
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -34,7 +34,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         _ = blocking { try await verifier.verify(authorization: header) }
     } else {
         guard let request = try? TokenRequest(deserialize: rest),
-              let issuer = Fixture.server.issuerKeys?.issuer(forTier: "tier1") else { return 0 }
+              let issuer = Fixture.server.privacyPass.keys?.issuer(forTier: "tier1") else { return 0 }
         _ = try? issuer.issue(request)
     }
     return 0

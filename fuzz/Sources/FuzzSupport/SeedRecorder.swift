@@ -62,7 +62,7 @@ public enum SeedRecorder {
 
     /// A fresh token for the fixture's issuer, as the `Authorization` header value.
     public static func tokenHeader(issuerName: String = "callveil") throws -> String {
-        let issuer = Fixture.server.issuerKeys!.issuer(forTier: "tier1")!
+        let issuer = Fixture.server.privacyPass.keys!.issuer(forTier: "tier1")!
         let client = TokenClient(tokenKey: issuer.tokenKey)
         let (request, pending) = try client.request(challenge: TokenChallenge(issuerName: issuerName))
         let token = try client.finalize(response: try issuer.issue(request), pending: pending)
@@ -71,7 +71,7 @@ public enum SeedRecorder {
 
     /// A valid `/issue` body for the fixture's issuer.
     public static func issueBody() throws -> [UInt8] {
-        let issuer = Fixture.server.issuerKeys!.issuer(forTier: "tier1")!
+        let issuer = Fixture.server.privacyPass.keys!.issuer(forTier: "tier1")!
         return try TokenClient(tokenKey: issuer.tokenKey).request(challenge: TokenChallenge(issuerName: "callveil")).request.serialize()
     }
 }
