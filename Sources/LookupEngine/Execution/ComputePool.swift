@@ -72,11 +72,11 @@ public final class ComputePool: Sendable {
         var cancelled = 0
         var unreachable = 0
         /// Mean time a query job holds its slot (exponentially weighted), and how many jobs it is drawn from.
-        var queryService: Double = 0
+        var queryService: Duration = .zero
         var queryServiceSamples = 0
 
-        mutating func recordService(_ seconds: Double) {
-            queryService = queryServiceSamples == 0 ? seconds : queryService + 0.2 * (seconds - queryService)
+        mutating func recordService(_ held: Duration) {
+            queryService = queryServiceSamples == 0 ? held : queryService + (held - queryService) * 0.2
             queryServiceSamples += 1
         }
 
@@ -143,7 +143,7 @@ public final class ComputePool: Sendable {
     /// job holds its slot that the estimate uses (nil until enough jobs have run).
     public var admission: (unreachable: Int, meanService: Duration?) {
         state.withLock { s in
-            (s.unreachable, s.queryServiceSamples >= Self.samplesBeforeEstimating ? .seconds(s.queryService) : nil)
+            (s.unreachable, s.queryServiceSamples >= Self.samplesBeforeEstimating ? s.queryService : nil)
         }
     }
 
@@ -161,8 +161,8 @@ public final class ComputePool: Sendable {
                 // Refused now rather than queued to time out: the jobs ahead of it, served in turn by `width` slots,
                 // would keep it waiting past its deadline.
                 let ahead = s.waiting[job.lane.rawValue].ahead(of: job.owner)
-                let wait = Double(ahead + 1) / Double(width) * s.queryService
-                if ContinuousClock.now + .seconds(wait) > job.deadline {
+                let wait = s.queryService * (Double(ahead + 1) / Double(width))
+                if ContinuousClock.now + wait > job.deadline {
                     s.unreachable += 1
                     return .unreachable
                 }
@@ -204,7 +204,7 @@ public final class ComputePool: Sendable {
                 job.body()
                 if job.lane == .query {
                     let held = ContinuousClock.now - start
-                    state.withLock { $0.recordService(Double(held.components.seconds) + Double(held.components.attoseconds) * 1e-18) }
+                    state.withLock { $0.recordService(held) }
                 }
             }
             finished(job.lane)

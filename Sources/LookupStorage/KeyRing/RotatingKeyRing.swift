@@ -65,7 +65,7 @@ public final class RotatingKeyRing<Kind: RotatingKeyKind>: Sendable {
         let directory = try ownDirectory()
         try changing.withLock { _ in
             let now = clock()
-            let start = kind.publishesAhead ? now.addingTimeInterval(overlap) : now
+            let start = now.addingTimeInterval(lead)
             var entries = self.entries.filter { now < $0.notAfter }.map { e in
                 e.group == group ? Entry(group: e.group, key: e.key, notBefore: e.notBefore,
                                          notAfter: min(e.notAfter, start.addingTimeInterval(overlap))) : e
@@ -83,7 +83,6 @@ public final class RotatingKeyRing<Kind: RotatingKeyKind>: Sendable {
         let now = clock()
         var entries = current.filter { now < $0.notAfter }
         var changed = entries.count != current.count
-        let lead = kind.publishesAhead ? overlap : 0
         for group in Set(groups).sorted() {
             var start = now
             if let newest = entries.filter({ $0.group == group }).max(by: { $0.notBefore < $1.notBefore }) {
@@ -111,6 +110,9 @@ public final class RotatingKeyRing<Kind: RotatingKeyKind>: Sendable {
             a.entry.notBefore != b.entry.notBefore ? a.entry.notBefore < b.entry.notBefore : a.id.lexicographicallyPrecedes(b.id)
         }.map(\.entry)
     }
+
+    /// How long before it takes over a successor is published: the overlap for a kind that publishes ahead.
+    private var lead: TimeInterval { kind.publishesAhead ? overlap : 0 }
 
     private func ownDirectory() throws -> String {
         guard let directory else { throw ConfigError("a \(kind.ring) key ring on the shared store is changed through the store") }
