@@ -34,12 +34,14 @@ package struct KeyDirectory: Sendable {
         try Data(contentsOf: URL(fileURLWithPath: "\(path)/\(file)"))
     }
 
-    /// Writes a key file with mode 0600 unless it exists (a key file never changes once written). The file is
-    /// written under a temporary name, synced, renamed into place and the directory synced, so that `keys.json`,
-    /// replaced after it, never names a file a power loss left empty.
-    package func writeOnce(_ file: String, _ contents: Data) throws {
+    /// Writes a key file with mode 0600 unless it already holds `contents` (a key the manifest lists is never
+    /// rewritten). A file of that name with other bytes is a key a failed save wrote and no manifest lists: it is
+    /// replaced, so that the manifest written next names the key the ring holds. The file is written under a
+    /// temporary name, synced, renamed into place and the directory synced, so that `keys.json`, replaced after it,
+    /// never names a file a power loss left empty.
+    package func writeKey(_ file: String, _ contents: Data) throws {
         let target = "\(path)/\(file)"
-        guard !FileManager.default.fileExists(atPath: target) else { return }
+        if FileManager.default.fileExists(atPath: target), (try? Data(contentsOf: URL(fileURLWithPath: target))) == contents { return }
         try Self.writeDurably(contents, to: target, mode: 0o600)
         try Self.sync(path)
     }

@@ -69,7 +69,7 @@ extension RotatingKeyRing {
             let identifier = kind.identifier(of: entry.key)
             let group = entry.group.isEmpty ? "" : "\(entry.group)-"
             let file = "\(kind.ring)-\(group)\(identifier.prefix(8).hexString)-\(Int(entry.notBefore.timeIntervalSince1970))\(kind.fileSuffix)"
-            try files.writeOnce(file, kind.secret(of: entry.key))
+            try files.writeKey(file, kind.secret(of: entry.key))
             records.append(Record(group: entry.group, identifier: identifier.hexString, file: file,
                                   notBefore: entry.notBefore.timeIntervalSince1970, notAfter: entry.notAfter.timeIntervalSince1970))
         }
