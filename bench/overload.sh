@@ -25,7 +25,12 @@ cp cluster/demo/service-config.json "$work/service-config.json"
 # 500 slow sockets plus the floods need more descriptors than a login shell's 1,024 (a systemd unit sets
 # LimitNOFILE the same way, cluster/systemd/).
 ulimit -n 8192
-"$bin" serve --config "$work/service-config.json" --port "$port" --log-level warning &
+# OVERLOAD_SERVER_CPUS / OVERLOAD_CLIENT_CPUS pin the server and the load to CPU sets of their own (taskset), so
+# that the figures are the server's and the generator's CPU is not taken from it.
+server_pin=(); client_pin=()
+[ -n "${OVERLOAD_SERVER_CPUS:-}" ] && server_pin=(taskset -c "$OVERLOAD_SERVER_CPUS")
+[ -n "${OVERLOAD_CLIENT_CPUS:-}" ] && client_pin=(taskset -c "$OVERLOAD_CLIENT_CPUS")
+"${server_pin[@]}" "$bin" serve --config "$work/service-config.json" --port "$port" --log-level warning &
 pid=$!
 for _ in $(seq 1 120); do
   curl -sf "http://127.0.0.1:9090/healthz" > /dev/null 2>&1 && break
@@ -36,7 +41,7 @@ done
 # 2026-11-25 this machine measured 21.5 s on the code before the listener changes and 20.9 s after, side by side
 # (docs/operations.md, Overload), above the earlier 15 s bound. Making the phone's share hold under a flood is its
 # own work; until then the bound is 30 s (OVERLOAD_P99_LIMIT).
-"$bench_bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" \
+"${client_pin[@]}" "$bench_bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" \
   --p99-limit "${OVERLOAD_P99_LIMIT:-30}" "$@"
 # The relay-facing doors: the TLS and h2c listeners and the gateway path under silent sockets, half handshakes and
 # trickled bodies, with a phone checking every answer through the gateway (bench/overload-doors.sh).

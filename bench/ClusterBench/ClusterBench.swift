@@ -51,7 +51,7 @@ struct ClusterBench {
         let secretKey = SecretKey(context: context)
         let evaluationKey = try EvaluationKey(config: configuration.keyConfig.native(), secretKey: secretKey)
         let serializedKey: [UInt8] = try ProtoEvaluationKey(evaluationKey.serialize()).serializedBytes()
-        try await store.store(StoredEvaluationKey(user: "bench", identifier: configuration.keyConfigHash, timestamp: 1, uploadedAt: Date(),
+        _ = try await store.store(StoredEvaluationKey(user: "bench", identifier: configuration.keyConfigHash, timestamp: 1, uploadedAt: Date(),
                                                   serialized: serializedKey))
         let client = try KeywordPirClient(context: context, shards: configuration.shards, sharding: configuration.sharding)
         var built: [(ShardQuery, [UInt8])] = []

@@ -42,7 +42,8 @@ extension ClusterCoordinator {
     enum Reservation {
         case reserved(String, UInt64)
         case busy
-        case none
+        /// No live worker holds the shard (outside those excluded).
+        case unheld
     }
 
     /// Picks the live replica with the fewest queries in flight that has credit left among those reporting the
@@ -52,7 +53,7 @@ extension ClusterCoordinator {
     }
 
     /// Waits in line (served fairly across owners, `CreditLine`) until a replica of `shard` has credit, the worker
-    /// set changes so that none holds it (`.none`), or `until` passes (`.busy`). Refused at once when the line is
+    /// set changes so that none holds it (`.unheld`), or `until` passes (`.busy`). Refused at once when the line is
     /// full and no owner holds more of it than `owner`; throws `CancellationError` when the client goes away.
     func waitForCredit(_ shard: ShardKey, owner: String, excluding: Set<String>, until: ContinuousClock.Instant) async throws -> Reservation {
         let ticket = UInt64.random(in: 1...UInt64.max)
@@ -69,7 +70,7 @@ extension ClusterCoordinator {
                     guard case .busy = choice else { return (.some(choice), nil) }
                     let waiter = CreditLine.Waiter(ticket: ticket, owner: owner, shard: shard, excluding: excluding, continuation: continuation)
                     let (admitted, pushedOut) = s.line.admit(waiter, capacity: options.maxWaitingQueries)
-                    return (admitted ? .none : .some(nil), pushedOut)
+                    return (admitted ? Reservation??.none : .some(nil), pushedOut)
                 }
                 pushedOut?.continuation.resume(returning: nil)
                 if let immediate { continuation.resume(returning: immediate) }
@@ -202,7 +203,7 @@ extension ClusterCoordinator.State {
         if holders.isEmpty { holders = workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil } }
         let candidates = holders.filter { $0.value.inFlight < $0.value.credit }
         guard let best = candidates.min(by: { ($0.value.inFlight, $0.key) < ($1.value.inFlight, $1.key) }) else {
-            return holders.isEmpty ? .none : .busy
+            return holders.isEmpty ? .unheld : .busy
         }
         workers[best.key]?.inFlight += 1
         var id = UInt64.random(in: 1...UInt64.max)  // unguessable: a worker cannot answer for another's request

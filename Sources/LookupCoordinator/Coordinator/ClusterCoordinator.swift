@@ -150,7 +150,7 @@ public final class ClusterCoordinator: ShardExecutor {
             return (Array(s.pending.values), s.line.removeAll())
         }
         for p in pending { p.continuation?.resume(throwing: EngineError(.unavailable, "coordinator stopping")) }
-        for waiter in waiters { waiter.continuation.resume(returning: Reservation.none) }
+        for waiter in waiters { waiter.continuation.resume(returning: Reservation.unheld) }
         loop.withLock { $0?.stop() }
     }
 
