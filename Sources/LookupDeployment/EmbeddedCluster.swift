@@ -8,7 +8,8 @@ import LookupWorker
 import ZeroMQ
 
 /// A coordinator and its workers in one process over `inproc://` (`callveil serve --workers N`, the bench): the
-/// cluster's code path without the network. The workers share the service's compute pool and metrics.
+/// cluster's code path without the network. The workers share the service's compute pool,
+/// parsed-key cache (`keys.cacheMegabytes`) and metrics.
 public struct EmbeddedCluster: Sendable {
     /// The in-process endpoint.
     public static let endpoint = "inproc://callveil-embedded"
@@ -41,6 +42,7 @@ public struct EmbeddedCluster: Sendable {
             options.threads = threads
             options.metrics = server.metrics
             options.pool = server.pool
+            options.keyCache = server.keyCache
             return try ClusterWorker(context: context, options: options, logger: logger)
         }
         if let coordinator = server.executor as? ClusterCoordinator,

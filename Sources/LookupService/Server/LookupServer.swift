@@ -31,6 +31,8 @@ public actor LookupServer {
     public nonisolated let metrics: ServiceMetrics
     /// The process's one compute pool (key parsing and PIR work); executors in this process share it.
     public nonisolated let pool: ComputePool
+    /// The process's parsed-key cache (`keys.cacheMegabytes`); executors in this process share it.
+    public nonisolated let keyCache: EvaluationKeyCache
     /// The endpoints.
     public nonisolated let api: LookupAPI
     /// The public port's request-body bounds (port and connection budgets, minimum rate), shared by its routes.
@@ -89,6 +91,7 @@ public actor LookupServer {
         self.executor = executor
         self.metrics = metrics
         self.pool = pool
+        self.keyCache = cache
         self.api = LookupAPI(registry: registry, keyStore: store, keyCache: cache, executor: executor, pool: pool,
                              limits: limits, metrics: metrics, logger: logger)
         self.logger = logger

@@ -38,8 +38,11 @@ public final class ClusterWorker: Sendable {
         /// This worker's CURVE key pair and the coordinators' public keys: one for all, or one per coordinator in
         /// the order of `coordinators` (required across hosts).
         public var curve: (keys: CurveKeyPair, serverPublicKeys: [String])?
-        /// Memory for parsed keys, bytes.
+        /// Memory for parsed keys, bytes (`callveil worker --key-cache`).
         public var keyCacheBytes = 512 << 20
+        /// The parsed-key cache (an embedded worker shares the service's, sized by `keys.cacheMegabytes`; nil: one of
+        /// `keyCacheBytes` for this worker).
+        public var keyCache: EvaluationKeyCache?
         /// Where PIR compute times are recorded (an embedded worker shares the service's metrics).
         public var metrics: ServiceMetrics?
         /// The compute pool (an embedded worker shares the service's; nil: one of width 2 for this worker).
@@ -146,7 +149,7 @@ public final class ClusterWorker: Sendable {
         self.loads = LoadGate(limit: options.concurrentLoads ?? MulPirServer.coreCount)
         let keys = CoordinatorKeyReader { _, _, _ in }
         self.keys = keys
-        self.executor = LocalShardExecutor(keyStore: keys, cache: EvaluationKeyCache(capacity: options.keyCacheBytes),
+        self.executor = LocalShardExecutor(keyStore: keys, cache: options.keyCache ?? EvaluationKeyCache(capacity: options.keyCacheBytes),
                                            pool: options.pool ?? ComputePool(width: 2, metrics: options.metrics), threads: options.threads,
                                            metrics: options.metrics)
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,

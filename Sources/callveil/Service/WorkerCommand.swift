@@ -38,6 +38,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "MiB of shard databases held in memory; shards beyond it are served from mapped scan files (default: no limit).")
     var memoryBudget: Int?
 
+    @Option(help: "MiB of parsed evaluation keys kept in memory (least recently used go first; default 512).")
+    var keyCache: Int?
+
     @Flag(help: "Do not cache each shard's evaluation form on disk (restarts rebuild it; shards cannot exceed the memory budget).")
     var noScanCache = false
 
@@ -61,6 +64,10 @@ struct WorkerCommand: AsyncParsableCommand {
         if let memoryBudget {
             guard memoryBudget >= 0 else { throw ValidationError("--memory-budget must not be negative") }
             options.memoryBudget = memoryBudget << 20
+        }
+        if let keyCache {
+            guard (0...(1 << 24)).contains(keyCache) else { throw ValidationError("--key-cache must be between 0 and 16777216 MiB") }
+            options.keyCacheBytes = keyCache << 20
         }
         options.scanCache = !noScanCache
         if endpoints.contains(where: { $0.endpoint.hasPrefix("tcp://") }) {
