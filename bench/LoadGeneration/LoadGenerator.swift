@@ -237,7 +237,7 @@ public struct LoadGenerator: Sendable {
                 try await group.waitForAll()
             }
         case .open(let rate):
-            let idle = DevicePool(devices)
+            let idle = DevicePool(devices, seed: seed)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var index = 0
                 while true {
@@ -356,12 +356,22 @@ final class ResultBox: Sendable {
 }
 
 /// Phones not busy with a lookup (open loop).
+/// The phones not busy with a lookup. An open-loop arrival takes one of them at random (seeded), so that the calls
+/// spread over the whole population as they do over a provider's phones (a stack would hand the same few phones
+/// every call and make any key cache look perfect).
 actor DevicePool {
     private var idle: [LookupDevice]
     private var waiters: [CheckedContinuation<LookupDevice, Never>] = []
-    init(_ devices: [LookupDevice]) { idle = devices }
+    private var rng: SplitMix64
+    init(_ devices: [LookupDevice], seed: UInt64) {
+        idle = devices
+        rng = SplitMix64(seed: seed ^ 0x5DEE_CE66)
+    }
     func take() async -> LookupDevice {
-        if let device = idle.popLast() { return device }
+        if !idle.isEmpty {
+            idle.swapAt(Int.random(in: 0..<idle.count, using: &rng), idle.count - 1)
+            return idle.removeLast()
+        }
         return await withCheckedContinuation { waiters.append($0) }
     }
     func put(_ device: LookupDevice) {

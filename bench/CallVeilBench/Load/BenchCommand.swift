@@ -53,6 +53,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Skip the plots (results.json and table.md only).") var noPlots = false
     @Flag(help: "Serve wrong block values (the truth is kept): the run must fail.") var corrupt = false
     @Option(help: "Random seed.") var seed: UInt64 = 1
+    @Option(help: "MiB of parsed evaluation keys the embedded service caches (keys.cacheMegabytes; default 512).") var keyCacheMegabytes: Int?
 
     func run() async throws {
         var logger = Logger(label: "callveil-bench")
@@ -64,7 +65,7 @@ struct BenchCommand: AsyncParsableCommand {
                                             acceptEither: acceptEither, convergedMarker: convergedMarker)
         var runs: [BenchRun] = []
         func measure(label: String, workers: Int, phones: Int, mode: LoadGenerator.Mode) async throws -> BenchRun {
-            let server = url.isEmpty ? try await BenchServer.start(dataset: data, workers: workers, logger: logger) : nil
+            let server = url.isEmpty ? try await BenchServer.start(dataset: data, workers: workers, keyCacheMegabytes: keyCacheMegabytes, logger: logger) : nil
             defer { if let server { Task { await server.stop() } } }
             let targets = server.map { [$0.url] } ?? url
             let snapshot = CPUSnapshot()
@@ -72,11 +73,18 @@ struct BenchCommand: AsyncParsableCommand {
                                           phones: phones, userToken: userToken, presentFraction: presentFraction,
                                           retry: .init(retries: retries, configRefreshSeconds: configRefresh > 0 ? configRefresh : nil))
             let result = try await generator.run(mode: mode, duration: .milliseconds(Int(duration * 1000)), truth: data.truth, seed: seed,
-                                                 measuring: { snapshot.take(compute: server?.pirComputeSeconds() ?? 0) }) {
+                                                 measuring: { snapshot.take(compute: server?.pirComputeSeconds() ?? 0, keyCache: server?.keyCache()) }) {
                 writeStderr("\r\(label): \($0)   ")
             }
             let (cpuBefore, computeBefore) = snapshot.values
             writeStderr("\n")
+            if let server, let before = snapshot.keyCache {
+                let after = server.keyCache()
+                let (hits, misses) = (after.hits - before.hits, after.misses - before.misses)
+                print(String(format: "%@: key cache %d hits, %d misses (hit rate %.1f%%), fetch and parse per miss %.2f ms", label, hits, misses,
+                             100 * Double(hits) / Double(max(hits + misses, 1)),
+                             1000 * (after.fetchSeconds - before.fetchSeconds) / Double(max(misses, 1))))
+            }
             let run = BenchRun(label: label, workers: url.isEmpty ? workers : nil, phones: phones, mode: mode, result: result,
                                cpuSeconds: url.isEmpty ? processCPUSeconds() - cpuBefore : nil,
                                pirComputeSeconds: server.map { $0.pirComputeSeconds() - computeBefore })
@@ -114,8 +122,14 @@ struct BenchCommand: AsyncParsableCommand {
 /// CPU and PIR-compute readings taken when the measured phase starts (after setup and warm-up).
 final class CPUSnapshot: Sendable {
     private let state = Mutex((0.0, 0.0))
-    func take(compute: Double) { state.withLock { $0 = (processCPUSeconds(), compute) } }
+    private let cache = Mutex<(hits: Int, misses: Int, fetchSeconds: Double)?>(nil)
+    func take(compute: Double, keyCache: (hits: Int, misses: Int, fetchSeconds: Double)? = nil) {
+        state.withLock { $0 = (processCPUSeconds(), compute) }
+        cache.withLock { $0 = keyCache }
+    }
     var values: (Double, Double) { state.withLock { $0 } }
+    /// The key cache's counters when the measured phase started.
+    var keyCache: (hits: Int, misses: Int, fetchSeconds: Double)? { cache.withLock { $0 } }
 }
 
 /// Process CPU time (user + system) so far.

@@ -20,13 +20,13 @@ struct BenchServer {
     let workers: [ClusterWorker]
     let coordinator: ClusterCoordinator?
 
-    static func start(dataset: BenchDataset, workers: Int, logger: Logger) async throws -> BenchServer {
+    static func start(dataset: BenchDataset, workers: Int, keyCacheMegabytes: Int? = nil, logger: Logger) async throws -> BenchServer {
         let directory = "\(dataset.directory)/server-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"])],
                                    usecases: [.init(name: BenchDataset.block, fileStem: "\(dataset.directory)/block/shard"),
                                               .init(name: BenchDataset.identity, fileStem: "\(dataset.directory)/identity/shard")],
-                                   keys: .init(database: "\(directory)/keys.sqlite"),
+                                   keys: .init(database: "\(directory)/keys.sqlite", cacheMegabytes: keyCacheMegabytes),
                                    privacyPass: .init(keyDirectory: "\(directory)/issuer-keys", nonceDatabase: "\(directory)/nonces.sqlite"))
         config.http = .init(adminPort: 0)
         let configPath = "\(directory)/service-config.json"
@@ -44,6 +44,17 @@ struct BenchServer {
         guard let port = await iterator.next() else { throw CleanExit.message("the server did not start") }
         return BenchServer(url: "http://127.0.0.1:\(port)", server: server, group: group, task: task, workers: embedded,
                            coordinator: coordinator)
+    }
+
+    /// The parsed-key cache's hits and misses so far and the time spent fetching and parsing missed keys (from the
+    /// server's metrics: `callveil_key_cache_lookups_total`, the `key_fetch` stage).
+    func keyCache() -> (hits: Int, misses: Int, fetchSeconds: Double) {
+        let lines = String(decoding: server.metrics.exposition(), as: UTF8.self).split(separator: "\n")
+        func value(_ prefix: String) -> Double {
+            lines.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } } ?? 0
+        }
+        return (Int(value("callveil_key_cache_lookups_total{result=\"hit\"} ")), Int(value("callveil_key_cache_lookups_total{result=\"miss\"} ")),
+                value("callveil_lookup_stage_seconds_sum{stage=\"key_fetch\"} "))
     }
 
     /// Sum of the server's PIR compute time so far (from its metrics).
