@@ -51,7 +51,7 @@ chaos: deps
 # slow connections, 10 MiB /key uploads, 4x query capacity; then the TLS and h2c listeners and the gateway path
 # under silent sockets, half handshakes and trickled bodies (bench/overload-doors.sh). Prints tables, fails on a
 # bound exceeded. About 5 minutes; the last step of `make test`. OVERLOAD_SERVER_CPUS and OVERLOAD_CLIENT_CPUS (CPU
-# lists for taskset) give the server and the load CPUs of their own.
+# lists for taskset) give the server and the load CPUs of their own; OVERLOAD_BUILD=release measures the release build.
 overload: deps
 	bash bench/overload.sh
 

@@ -32,7 +32,11 @@ struct OverloadCommand: AsyncParsableCommand {
     var floodSeconds = 40.0
     @Option(help: "The server's http.requestTimeoutSeconds: every slow connection must be closed by then.") var requestTimeout = 30.0
     @Option(help: "Seconds of the phone alone after the flood.") var recoverySeconds = 15.0
-    @Option(help: "Bound on the server's RSS, MiB.") var rssLimit = 1536
+    /// The flood fills the demo config's 512 MiB parsed-key cache and its 256 MiB body budget over a base of about
+    /// 260 MiB. Peaks measured on 2026-11-26 ranged from 837 to 1,517 MiB, and how many 10 MiB keys the run accepts
+    /// sets where in that range a run lands. The bound catches growth that no limit holds; it does not measure
+    /// the service's footprint.
+    @Option(help: "Bound on the server's RSS, MiB.") var rssLimit = 2048
     @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 15.0
     @Option(help: "Seconds after the flood within which the phone must be back to baseline latency.") var recoveryLimit = 10.0
     @Option(help: "Write the phone's lookups (start and latency in seconds from its start, retries) to this CSV file.")
