@@ -15,11 +15,7 @@ port=${DOORS_PORT:-18443}
 admin=$((port + 1))
 python="$top/.build-venv/bin/python"
 [ -x "$python" ] || { echo "the interop client is not installed: run make deps"; exit 1; }
-build=(-c "${OVERLOAD_BUILD:-debug}")  # OVERLOAD_BUILD=release: measure the release build (bench/overload.sh)
-swift build "${build[@]}" --product callveil 2>&1 | grep -E "error|Build complete" || true
-swift build "${build[@]}" --product callveil-bench 2>&1 | grep -E "error|Build complete" || true
-bin="$(swift build "${build[@]}" --show-bin-path)/callveil"
-bench_bin="$(swift build "${build[@]}" --show-bin-path)/callveil-bench"
+source "$top/bench/build-products.sh"
 work=$(mktemp -d /tmp/callveil-doors.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }

@@ -9,13 +9,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 count=${OVERLOAD_COUNT:-3000}
 port=${OVERLOAD_PORT:-18080}
-# OVERLOAD_BUILD=release measures the release build, as a provider runs it. `make test` uses the debug build it
-# already has.
-build=(-c "${OVERLOAD_BUILD:-debug}")
-swift build "${build[@]}" --product callveil 2>&1 | grep -E "error|Build complete" || true
-swift build "${build[@]}" --product callveil-bench 2>&1 | grep -E "error|Build complete" || true
-bin="$(swift build "${build[@]}" --show-bin-path)/callveil"
-bench_bin="$(swift build "${build[@]}" --show-bin-path)/callveil-bench"
+source "$top/bench/build-products.sh"
 work=$(mktemp -d /tmp/callveil-overload.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }

@@ -11,9 +11,7 @@ import Testing
 struct EmbeddedKeyCacheTests {
     /// Key-cache lookups by result, from the service's metrics.
     static func lookups(_ exposition: String, _ result: String) -> Int {
-        let prefix = "callveil_key_cache_lookups_total{result=\"\(result)\"} "
-        guard let line = exposition.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return 0 }
-        return Int(line.dropFirst(prefix.count)) ?? 0
+        Int(metricValue(exposition, "callveil_key_cache_lookups_total{result=\"\(result)\"}"))
     }
 
     @Test("keys.cacheMegabytes bounds the embedded workers' cache: at 0 every lookup parses the key again, by default every lookup hits",

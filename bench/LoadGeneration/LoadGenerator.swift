@@ -355,7 +355,6 @@ final class ResultBox: Sendable {
     init(_ initial: LoadGenerator.Result) { state = Mutex(initial) }
 }
 
-/// Phones not busy with a lookup (open loop).
 /// The phones not busy with a lookup. An open-loop arrival takes one of them at random (seeded), so that the calls
 /// spread over the whole population as they do over a provider's phones (a stack would hand the same few phones
 /// every call and make any key cache look perfect).

@@ -13,6 +13,8 @@ extension ServiceConfig {
         public var maxKeyBytes: Int?
         /// Memory for parsed keys kept ready for queries, in MiB (default 512).
         public var cacheMegabytes: Int?
+        /// The accepted values of `cacheMegabytes` (and of `callveil worker --key-cache`).
+        public static let cacheMegabytesRange = 0...(1 << 24)
         /// Total size of the stored keys, in MiB; beyond it the keys uploaded longest ago are evicted (default 32,768).
         public var maxStoredMegabytes: Int?
 

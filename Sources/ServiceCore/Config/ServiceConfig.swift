@@ -132,7 +132,7 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
         if let a = keys?.maxAgeSeconds, a < 1 { throw ConfigError("keys.maxAgeSeconds \(a) out of range") }
         if let b = keys?.maxKeyBytes, b < 1 || b > 1 << 30 { throw ConfigError("keys.maxKeyBytes \(b) out of range") }
-        if let m = keys?.cacheMegabytes, m < 0 || m > 1 << 24 { throw ConfigError("keys.cacheMegabytes \(m) out of range") }
+        if let m = keys?.cacheMegabytes, !Keys.cacheMegabytesRange.contains(m) { throw ConfigError("keys.cacheMegabytes \(m) out of range") }
         if let m = keys?.maxStoredMegabytes, m < 1 || m > 1 << 30 { throw ConfigError("keys.maxStoredMegabytes \(m) out of range") }
         if let n = privacyPass?.maxNoncesPerKey, n < 1 { throw ConfigError("privacyPass.maxNoncesPerKey \(n) out of range") }
         if let n = http?.maxConnections, n < 1 || n > 1_000_000 { throw ConfigError("http.maxConnections \(n) out of range") }

@@ -4,6 +4,7 @@ import Logging
 import LookupCoordinator
 import LookupService
 import LookupWorker
+import ServiceCore
 import ServiceLifecycle
 import UnixSignals
 import ZeroMQ
@@ -66,7 +67,10 @@ struct WorkerCommand: AsyncParsableCommand {
             options.memoryBudget = memoryBudget << 20
         }
         if let keyCache {
-            guard (0...(1 << 24)).contains(keyCache) else { throw ValidationError("--key-cache must be between 0 and 16777216 MiB") }
+            let range = ServiceConfig.Keys.cacheMegabytesRange
+            guard range.contains(keyCache) else {
+                throw ValidationError("--key-cache must be between \(range.lowerBound) and \(range.upperBound) MiB")
+            }
             options.keyCacheBytes = keyCache << 20
         }
         options.scanCache = !noScanCache

@@ -121,15 +121,12 @@ struct BenchCommand: AsyncParsableCommand {
 
 /// CPU and PIR-compute readings taken when the measured phase starts (after setup and warm-up).
 final class CPUSnapshot: Sendable {
-    private let state = Mutex((0.0, 0.0))
-    private let cache = Mutex<(hits: Int, misses: Int, fetchSeconds: Double)?>(nil)
-    func take(compute: Double, keyCache: (hits: Int, misses: Int, fetchSeconds: Double)? = nil) {
-        state.withLock { $0 = (processCPUSeconds(), compute) }
-        cache.withLock { $0 = keyCache }
-    }
-    var values: (Double, Double) { state.withLock { $0 } }
+    typealias KeyCache = (hits: Int, misses: Int, fetchSeconds: Double)
+    private let state = Mutex<(cpu: Double, compute: Double, keyCache: KeyCache?)>((0, 0, nil))
+    func take(compute: Double, keyCache: KeyCache? = nil) { state.withLock { $0 = (processCPUSeconds(), compute, keyCache) } }
+    var values: (Double, Double) { state.withLock { ($0.cpu, $0.compute) } }
     /// The key cache's counters when the measured phase started.
-    var keyCache: (hits: Int, misses: Int, fetchSeconds: Double)? { cache.withLock { $0 } }
+    var keyCache: KeyCache? { state.withLock { $0.keyCache } }
 }
 
 /// Process CPU time (user + system) so far.

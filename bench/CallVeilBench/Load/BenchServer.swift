@@ -49,19 +49,22 @@ struct BenchServer {
     /// The parsed-key cache's hits and misses so far and the time spent fetching and parsing missed keys (from the
     /// server's metrics: `callveil_key_cache_lookups_total`, the `key_fetch` stage).
     func keyCache() -> (hits: Int, misses: Int, fetchSeconds: Double) {
-        let lines = String(decoding: server.metrics.exposition(), as: UTF8.self).split(separator: "\n")
-        func value(_ prefix: String) -> Double {
-            lines.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } } ?? 0
-        }
-        return (Int(value("callveil_key_cache_lookups_total{result=\"hit\"} ")), Int(value("callveil_key_cache_lookups_total{result=\"miss\"} ")),
-                value("callveil_lookup_stage_seconds_sum{stage=\"key_fetch\"} "))
+        let samples = metricSamples()
+        return (Int(samples("callveil_key_cache_lookups_total{result=\"hit\"} ")), Int(samples("callveil_key_cache_lookups_total{result=\"miss\"} ")),
+                samples("callveil_lookup_stage_seconds_sum{stage=\"key_fetch\"} "))
     }
 
     /// Sum of the server's PIR compute time so far (from its metrics).
     func pirComputeSeconds() -> Double {
-        let text = String(decoding: server.metrics.exposition(), as: UTF8.self)
-        return text.split(separator: "\n").filter { $0.hasPrefix("callveil_pir_compute_seconds_sum") }
-            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+        metricSamples()("callveil_pir_compute_seconds_sum")
+    }
+
+    /// The server's metrics now, as a function from a series prefix to the sum of the samples that start with it.
+    private func metricSamples() -> (String) -> Double {
+        let lines = String(decoding: server.metrics.exposition(), as: UTF8.self).split(separator: "\n")
+        return { prefix in
+            lines.filter { $0.hasPrefix(prefix) }.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+        }
     }
 
     func stop() async {
