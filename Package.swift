@@ -234,7 +234,7 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "ServiceCore", "LookupService",
                            "LookupDeployment", "LookupWorker", "LookupCoordinator", "LookupClient", "LoadGeneration",
                            "ObliviousHTTP", "ZeroMQ", asyncHTTPClient, hummingbird, serviceLifecycle, nioCore,
-                           nioSSL, logging, argumentParser],
+                           nioSSL, logging, argumentParser, crypto],
             path: "bench/CallVeilBench",
             swiftSettings: strict),
         .executableTarget(

@@ -88,14 +88,13 @@ public actor LookupDevice {
                 continue
             }
             guard case .pirConfig(let pir)? = config.config else { throw LookupClientError.protocolViolation("no PIR config for \(name)") }
-            let encryption = try pir.encryptionParameters.native()
-            let context = try Context(parameters: encryption)
-            let client = try KeywordPirClient(context: context, shards: try pir.shardParameters(), sharding: try pir.shardingFunction())
-            useCases[name] = UseCaseState(configID: [UInt8](config.configID), pirConfig: pir, client: client,
+            useCases[name] = UseCaseState(configID: [UInt8](config.configID), pirConfig: pir, client: try Self.pirClient(pir),
                                           keyConfigHash: [UInt8](pir.evaluationKeyConfigHash))
         }
+        var seen = Set<[UInt8]>()
         for status in response.keyInfo {
             let hash = Array(SHA256.hash(data: try status.keyConfig.serializedBytes() as [UInt8]))
+            guard seen.insert(hash).inserted else { continue }  // use cases sharing a key config share one key
             serverTimestamps[hash] = status.timestamp
             keyConfigs[hash] = status.keyConfig
             if keys[hash]?.timestamp != status.timestamp {
@@ -132,17 +131,27 @@ public actor LookupDevice {
         -> (body: [UInt8], secretKey: SecretKey) {
         let context = try Context(parameters: try keyConfig.encryptionParameters.native())
         let secretKey = SecretKey(context: context)
+        let key = try uploadedKey(for: keyConfig, hash: hash, timestamp: timestamp, secretKey: secretKey)
+        return (try ProtoEvaluationKeys.with { $0.keys = [key] }.serializedBytes(), secretKey)
+    }
+
+    /// One entry of a `/key` body: the evaluation key of `secretKey` for a key config, with its metadata.
+    public static func uploadedKey(for keyConfig: EvaluationKeyConfigMessage, hash: [UInt8], timestamp: UInt64,
+                                   secretKey: SecretKey) throws -> ProtoUploadedKey {
         let evaluationKey = try EvaluationKey(config: keyConfig.native(), secretKey: secretKey)
-        let body = ProtoEvaluationKeys.with {
-            $0.keys = [.with {
-                $0.metadata = .with {
-                    $0.timestamp = timestamp
-                    $0.identifier = Data(hash)
-                }
-                $0.evaluationKey = ProtoEvaluationKey(evaluationKey.serialize())
-            }]
+        return .with {
+            $0.metadata = .with {
+                $0.timestamp = timestamp
+                $0.identifier = Data(hash)
+            }
+            $0.evaluationKey = ProtoEvaluationKey(evaluationKey.serialize())
         }
-        return (try body.serializedBytes(), secretKey)
+    }
+
+    /// The keyword-PIR client of a use case's PIR config.
+    public static func pirClient(_ pir: ProtoPIRConfig) throws -> KeywordPirClient {
+        let context = try Context(parameters: try pir.encryptionParameters.native())
+        return try KeywordPirClient(context: context, shards: try pir.shardParameters(), sharding: try pir.shardingFunction())
     }
 
     /// Looks `keyword` up in a use case: the value, or nil when absent. Syncs config and key first if needed.
@@ -159,18 +168,25 @@ public actor LookupDevice {
         guard let key = keys[state.keyConfigHash] else {
             throw LookupClientError.protocolViolation("the server sent no key status for \(name)'s key config")
         }
-        let (shard, query) = try state.client.generateQuery(keyword: keyword, secretKey: key.secretKey)
+        return try Self.queryRequest(keyword, in: name, client: state.client, configID: state.configID,
+                                     keyConfigHash: state.keyConfigHash, secretKey: key.secretKey, timestamp: key.timestamp)
+    }
+
+    /// The `/queries` body (one `Request`) a device holding `secretKey` (uploaded at `timestamp`) sends for `keyword`.
+    public static func queryRequest(_ keyword: [UInt8], in name: String, client: KeywordPirClient, configID: [UInt8],
+                                    keyConfigHash: [UInt8], secretKey: SecretKey, timestamp: UInt64) throws -> ProtoRequests {
+        let (shard, query) = try client.generateQuery(keyword: keyword, secretKey: secretKey)
         return ProtoRequests.with {
             $0.requests = [.with {
                 $0.usecase = name
                 $0.pirRequest = .with {
                     $0.shardIndex = UInt32(shard)
-                    $0.query = ProtoEncryptedIndices(query, pirCalls: state.client.shards[shard].batchSize)
+                    $0.query = ProtoEncryptedIndices(query, pirCalls: client.shards[shard].batchSize)
                     $0.evaluationKeyMetadata = .with {
-                        $0.timestamp = key.timestamp
-                        $0.identifier = Data(state.keyConfigHash)
+                        $0.timestamp = timestamp
+                        $0.identifier = Data(keyConfigHash)
                     }
-                    $0.configurationHash = Data(state.configID)
+                    $0.configurationHash = Data(configID)
                 }
             }]
         }
@@ -179,12 +195,17 @@ public actor LookupDevice {
     /// Decrypts a `/queries` answer for `keyword`: the value, or nil when absent.
     public func decode(_ answer: [UInt8], keyword: [UInt8], in name: String) throws -> [UInt8]? {
         guard let state = useCases[name], let key = keys[state.keyConfigHash] else { throw LookupClientError.unknownUseCase(name) }
+        return try Self.decode(answer, keyword: keyword, client: state.client, secretKey: key.secretKey)
+    }
+
+    /// Decrypts a `/queries` answer (one PIR response) for `keyword` with `secretKey`: the value, or nil when absent.
+    public static func decode(_ answer: [UInt8], keyword: [UInt8], client: KeywordPirClient, secretKey: SecretKey) throws -> [UInt8]? {
         let responses = try ProtoResponses(serializedBytes: answer)
         guard responses.responses.count == 1, case .pirResponse(let response)? = responses.responses[0].response else {
             throw LookupClientError.protocolViolation("expected one PIR response")
         }
-        let replies = try response.native(context: state.client.context)
-        return try state.client.decrypt(replies: replies, keyword: keyword, secretKey: key.secretKey)
+        let replies = try response.native(context: client.context)
+        return try client.decrypt(replies: replies, keyword: keyword, secretKey: secretKey)
     }
 
     /// The device's key timestamp for a use case's key config.

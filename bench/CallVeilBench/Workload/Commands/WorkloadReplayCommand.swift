@@ -1,0 +1,109 @@
+import ArgumentParser
+import Foundation
+import PIR
+
+/// `callveil-bench workload replay`: sends the next unused prepared calls, open-loop (Poisson arrivals at
+/// `--rate` calls per second, latency counted from each arrival) or closed-loop (`--concurrency` callers, for
+/// capacity), each call's use cases at once as a ringing phone asks them. Writes every answer for `check` and prints
+/// latency, refusals, goodput, the tool's own CPU, the server's CPU (`--server-pid`) and, from the server's
+/// metrics (`--metrics`), where a lookup's time went.
+struct WorkloadReplayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "replay", abstract: "Replay prepared calls against the service.")
+
+    @OptionGroup var target: WorkloadTarget
+    @Option(help: "Open loop: calls per second (Poisson arrivals).") var rate: Double?
+    @Option(help: "Closed loop: callers, each starting its next call when the last ends.") var concurrency: Int?
+    @Option(help: "Seconds to run.") var duration = 60.0
+    @Option(help: "Name of this run (results-NAME.bin and .json).") var label = "run"
+    @Option(help: "The service's process id, for its CPU per request.") var serverPid: Int32?
+    @Option(help: "The service's metrics URL (e.g. http://127.0.0.1:9090/metrics), for the stage table.") var metrics: String?
+    @Option(help: "Seed of the arrival times.") var seed: UInt64 = 1
+
+    func run() async throws {
+        guard (rate == nil) != (concurrency == nil) else { throw ValidationError("give --rate or --concurrency") }
+        let manifest = try WorkloadManifest.load(target.dir)
+        let phones = try WorkloadPhone.load(target.dir)
+        let cursor = WorkloadCursor.load(target.dir)
+        let calls = Array(try WorkloadCall.load(target.dir).dropFirst(cursor))
+        let needed = Int((rate ?? 0) * duration * 1.2) + 50
+        if rate != nil, calls.count < needed {
+            throw WorkloadError("\(calls.count) unused calls left, about \(needed) needed: prepare more")
+        }
+        let transport = try target.transport(manifest)
+        let scraper = metrics.map(WorkloadMetrics.init)
+        let before = try await scraper?.scrape()
+        let serverBefore = serverPid.flatMap(GatewayBenchCommand.cpuSeconds)
+        let toolBefore = WorkloadCPU.selfSeconds()
+        let recorder = WorkloadRecorder()
+        let start = ContinuousClock.now
+        if let rate {
+            await openLoop(calls, phones: phones, rate: rate, transport: transport, recorder: recorder, start: start)
+        } else {
+            await closedLoop(calls, phones: phones, callers: concurrency!, transport: transport, recorder: recorder, start: start)
+        }
+        let used = recorder.callsPlaced
+        let elapsed = (ContinuousClock.now - start).seconds
+        let toolCPU = WorkloadCPU.selfSeconds() - toolBefore
+        let serverCPU = serverBefore.flatMap { b in serverPid.flatMap(GatewayBenchCommand.cpuSeconds).map { $0 - b } }
+        let after = try await scraper?.scrape()
+        await transport.shutdown()
+        try WorkloadCursor.save(cursor + used, to: target.dir)
+        let results = recorder.results
+        try WorkloadResult.save(results, firstCall: cursor, to: "\(target.dir)/results-\(label).bin")
+        let summary = WorkloadSummary(label: label, results: results, callsSent: used, seconds: elapsed, toolCPU: toolCPU,
+                                      toolLag: recorder.lagP99, serverCPU: serverCPU, stages: before.flatMap { b in after.map { WorkloadMetrics.stages(before: b, after: $0) } } ?? [],
+                                      keyCache: before.flatMap { b in after.map { WorkloadMetrics.keyCache(before: b, after: $0) } })
+        try summary.write(to: "\(target.dir)/results-\(label).json")
+        print(summary.markdown)
+    }
+
+    private func openLoop(_ calls: [WorkloadCall], phones: [WorkloadPhone], rate: Double, transport: WorkloadTransport,
+                          recorder: WorkloadRecorder, start: ContinuousClock.Instant) async {
+        var rng = SplitMix64(seed: seed)
+        await withTaskGroup(of: Void.self) { group in
+            var t = 0.0
+            for (i, call) in calls.enumerated() {
+                t += -log(max(Double(rng.next() >> 11) / 9_007_199_254_740_992, 1e-12)) / rate
+                guard t < duration else { break }
+                let arrival = start + .seconds(t)
+                try? await Task.sleep(until: arrival, clock: .continuous)
+                recorder.noteLag(ContinuousClock.now - arrival)
+                let phone = phones[call.phone]
+                group.addTask { await Self.place(call, index: i, phone: phone, arrival: arrival, transport: transport, recorder: recorder) }
+            }
+        }
+    }
+
+    private func closedLoop(_ calls: [WorkloadCall], phones: [WorkloadPhone], callers: Int, transport: WorkloadTransport,
+                            recorder: WorkloadRecorder, start: ContinuousClock.Instant) async {
+        let next = NextIndex()
+        let end = start + .seconds(duration)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<max(callers, 1) {
+                group.addTask {
+                    while ContinuousClock.now < end, let i = next.take(below: calls.count) {
+                        await Self.place(calls[i], index: i, phone: phones[calls[i].phone], arrival: .now, transport: transport, recorder: recorder)
+                    }
+                }
+            }
+        }
+    }
+
+    /// One call: every use case's request at once, each answer recorded with its latency from the arrival.
+    static func place(_ call: WorkloadCall, index: Int, phone: WorkloadPhone, arrival: ContinuousClock.Instant,
+                      transport: WorkloadTransport, recorder: WorkloadRecorder) async {
+        recorder.placed(index)
+        await withTaskGroup(of: Void.self) { group in
+            for (u, request) in call.requests.enumerated() {
+                group.addTask {
+                    let headers = [("User-Identifier", phone.userIdentifier), ("User-Agent", WorkloadTarget.userAgent),
+                                   ("Authorization", request.token)]
+                    let outcome = await transport.post("/queries", headers: headers, body: request.body)
+                    recorder.add(WorkloadResult(call: index, useCase: u, status: outcome.status, retryAfter: outcome.retryAfter != nil,
+                                                latency: ContinuousClock.now - arrival, body: outcome.status == 200 ? outcome.body : [],
+                                                failure: outcome.failure))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# A population of phones through the production path: `callveil serve` with TLS (ALPN h2) and its Oblivious HTTP
+# gateway, on a CPU set of its own, and `callveil-bench workload` on the other CPUs: prepare phones (distinct
+# User-Identifiers sharing REPLAY_KEYS secret keys), upload every phone's key, measure capacity closed-loop, replay
+# Poisson arrivals at REPLAY_LOAD of it through the gateway over REPLAY_CONNECTIONS HTTP/2 connections, and check every
+# answer offline. Prints the tables recorded in bench/README.md (Population replay).
+#
+# REPLAY_PHONES (20000), REPLAY_KEYS (100), REPLAY_ROWS numbers in the dataset (20000), REPLAY_CACHE_MB parsed-key
+# cache (default: room for 10% of the phones' keys: the dataset's two use cases have key configs of their own, 0.75 MiB each as cached), REPLAY_SECONDS (300), REPLAY_CAPACITY_SECONDS
+# (60), REPLAY_LOAD (0.7), REPLAY_RATE (calls/s; skips the capacity run), REPLAY_CONNECTIONS (4), REPLAY_CALLERS
+# closed-loop callers (16), REPLAY_BUILD (release), REPLAY_SERVER_CPUS (1), REPLAY_CLIENT_CPUS (0), REPLAY_DIR (a
+# temporary directory; give one to keep the workload), REPLAY_PORT (18643), REPLAY_SERVER_BIN and REPLAY_BENCH_BIN
+# (binaries to use instead of building: another commit's server, side by side).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+phones=${REPLAY_PHONES:-20000}
+keys=${REPLAY_KEYS:-100}
+rows=${REPLAY_ROWS:-20000}
+cache=${REPLAY_CACHE_MB:-$(( phones * 15 / 100 ))}   # two keys of 0.75 MiB (compute form) a phone, 10% of the phones
+seconds=${REPLAY_SECONDS:-300}
+capacity_seconds=${REPLAY_CAPACITY_SECONDS:-60}
+load=${REPLAY_LOAD:-0.7}
+connections=${REPLAY_CONNECTIONS:-4}
+callers=${REPLAY_CALLERS:-16}
+port=${REPLAY_PORT:-18643}
+admin=$((port + 1))
+if [ -n "${REPLAY_SERVER_BIN:-}" ] && [ -n "${REPLAY_BENCH_BIN:-}" ]; then  # binaries built elsewhere (an older commit, side by side)
+  bin=$REPLAY_SERVER_BIN; bench_bin=$REPLAY_BENCH_BIN
+else
+  OVERLOAD_BUILD=${REPLAY_BUILD:-release}
+  source "$top/bench/build-products.sh"
+fi
+python="$top/.build-venv/bin/python"
+[ -x "$python" ] || { echo "the interop client is not installed: run make deps"; exit 1; }
+server_pin=(taskset -c "${REPLAY_SERVER_CPUS:-1}")
+client_pin=(taskset -c "${REPLAY_CLIENT_CPUS:-0}")
+work=${REPLAY_DIR:-$(mktemp -d /tmp/callveil-replay.XXXXXX)}
+mkdir -p "$work"
+server=""
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null || true; [ -n "${REPLAY_DIR:-}" ] || rm -rf "$work"; }
+trap cleanup EXIT
+ulimit -n 8192
+
+if [ ! -f "$work/dataset/identities.csv" ]; then
+  mkdir -p "$work/dataset"
+  "$bin" generate-demo --count "$rows" --output "$work/dataset/identities.csv" > /dev/null
+  "$bin" build-db --input "$work/dataset/identities.csv" --output "$work/dataset" > /dev/null
+  "$bin" process-db --input "$work/dataset/block.binpb" --output "$work/dataset/block" > /dev/null 2>&1
+  "$bin" process-db --input "$work/dataset/identity.binpb" --output "$work/dataset/identity" > /dev/null 2>&1
+  "$python" scripts/ohttp-client.py make-cert "$work" > /dev/null
+fi
+"$python" - "$work" "$admin" "$cache" <<'PY'
+import json, sys
+work, admin, cache = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+config = json.load(open("cluster/demo/service-config.json"))
+for u in config["usecases"]:
+    u["fileStem"] = f"{work}/dataset/{u['fileStem']}"
+config["keys"].update({"database": f"{work}/server/keys.sqlite", "cacheMegabytes": cache})
+config["privacyPass"] = {"keyDirectory": f"{work}/server/issuer-keys", "nonceDatabase": f"{work}/server/nonces.sqlite"}
+config["http"] = {"protocol": "tls", "tlsCertificateFile": f"{work}/cert.pem", "tlsKeyFile": f"{work}/key.pem", "adminPort": admin}
+config["gateway"] = {"keyDirectory": f"{work}/server/gateway-keys"}
+json.dump(config, open(f"{work}/service-config.json", "w"), indent=1)
+PY
+# A workload kept from an earlier run replays against a fresh store with the same issuer and gateway keys: its tokens
+# and keys are spent again (the nonce and key stores are new), its calls from the first.
+if [ -f "$work/workload/workload.json" ]; then
+  rm -f "$work/server"/keys.sqlite* "$work/server"/nonces.sqlite*
+  echo 0 > "$work/workload/cursor"
+fi
+mkdir -p "$work/server"
+"${server_pin[@]}" "$bin" serve --config "$work/service-config.json" --port "$port" --log-level warning &
+server=$!
+for _ in $(seq 1 240); do
+  curl -sf "http://127.0.0.1:$admin/healthz" > /dev/null 2>&1 && break
+  kill -0 "$server" 2>/dev/null || { echo "the server exited during start"; exit 1; }
+  sleep 0.5
+done
+url="https://127.0.0.1:$port"
+wl=("${client_pin[@]}" "$bench_bin" workload)
+target=(--dir "$work/workload" --url "$url" --ca "$work/cert.pem" --connections "$connections")
+calls=$(python3 -c "print(int(max(${REPLAY_RATE:-40}, 40) * ($seconds + $capacity_seconds) * 1.3) + 500)")
+if [ ! -f "$work/workload/workload.json" ]; then
+  "${wl[@]}" prepare --dir "$work/workload" --url "$url" --ca "$work/cert.pem" --dataset "$work/dataset" \
+    --phones "$phones" --distinct-keys "$keys" --calls "$calls"
+fi
+"${wl[@]}" upload "${target[@]}"
+metrics=(--server-pid "$server" --metrics "http://127.0.0.1:$admin/metrics")
+rate=${REPLAY_RATE:-}
+if [ -z "$rate" ]; then
+  "${wl[@]}" replay "${target[@]}" --concurrency "$callers" --duration "$capacity_seconds" --label capacity "${metrics[@]}"
+  rate=$(python3 -c "import json; print(round(json.load(open('$work/workload/results-capacity.json'))['goodput'] * $load, 2))")
+  echo "capacity measured through the gateway: $(python3 -c "import json; print(round(json.load(open('$work/workload/results-capacity.json'))['goodput'], 2))") calls/s; replaying at $rate calls/s"
+fi
+"${wl[@]}" replay "${target[@]}" --rate "$rate" --duration "$seconds" --label load "${metrics[@]}"
+echo "server RSS: $(awk '/VmRSS|VmHWM/ {printf "%s %d MiB  ", $1, $2/1024}' /proc/$server/status)"
+"${wl[@]}" check --dir "$work/workload" --label load
