@@ -8,7 +8,7 @@ import LookupWorker
 import ZeroMQ
 
 /// A coordinator and its workers in one process over `inproc://` (`callveil serve --workers N`, the bench): the
-/// cluster's code path without the network. The workers share the service's compute pool,
+/// cluster's code path without the network. The workers share the service's compute pool, key store,
 /// parsed-key cache (`keys.cacheMegabytes`) and metrics.
 public struct EmbeddedCluster: Sendable {
     /// The in-process endpoint.
@@ -43,6 +43,7 @@ public struct EmbeddedCluster: Sendable {
             options.metrics = server.metrics
             options.pool = server.pool
             options.keyCache = server.keyCache
+            options.keyReader = server.keyStore  // a miss reads the store here, not through the coordinator's socket
             return try ClusterWorker(context: context, options: options, logger: logger)
         }
         if let coordinator = server.executor as? ClusterCoordinator,

@@ -34,6 +34,32 @@ struct KeyLifecycleTests {
         await cluster.stop()
     }
 
+    @Test("With two replicas of every shard, a phone's key is pushed to one of them and its queries go there: each worker parses only its share of the phones")
+    func keyAffinity() async throws {
+        let cluster = try await ClusterTests.start(replication: 2, identityShards: 1)
+        let workers = [try cluster.worker("w1"), try cluster.worker("w2")]
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 2))
+        #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(30)))
+        // Fixed identifiers, so the split between the two workers is the same every run. A query that went to the
+        // other replica would parse the key there too (a miss), so the keys held add up to the phones only if
+        // every query went where the key was pushed.
+        let devices = (0..<8).map { cluster.server.device(userIdentifier: "phone-\($0)") }
+        for (i, device) in devices.enumerated() {
+            for record in cluster.data.records[(i * 3)..<(i * 3 + 3)] {  // one at a time: the affinity replica has credit
+                #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == record.blockValue)
+            }
+        }
+        // One push per key (every shard's affinity replica is the same worker for a phone); the old routing pushed
+        // every key to both and both parsed it.
+        #expect(cluster.coordinator.keyPushes == devices.count)
+        let held = workers.map(\.keyCounts.held)
+        print("parsed keys held per worker: \(held)")
+        #expect(held.reduce(0, +) == devices.count)
+        #expect(held.allSatisfy { $0 > 0 })
+        for worker in workers { worker.stop() }
+        await cluster.stop()
+    }
+
     @Test("An expired key is dropped by every worker that parsed it and refused by the coordinator")
     func expiryDropsParsedKeys() async throws {
         let cluster = try await ClusterTests.start(replication: 2, keyMaxAge: 4)
@@ -43,7 +69,9 @@ struct KeyLifecycleTests {
         for record in cluster.data.records.prefix(4) {
             #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == record.blockValue)
         }
-        for worker in workers { #expect(worker.keyCounts.held == 1) }
+        // The key lives where the device's queries go: its affinity replica (and any a query spilled over to).
+        let held = workers.map(\.keyCounts.held)
+        #expect(held.allSatisfy { $0 <= 1 } && held.reduce(0, +) >= 1)
         // A query prepared now and sent after expiry carries the expired key's timestamp.
         let record = cluster.data.records[7]
         let stale = try await device.queryRequest(Array(record.number.utf8), in: DemoDataset.block)
@@ -53,9 +81,9 @@ struct KeyLifecycleTests {
         while ContinuousClock.now < deadline, workers.contains(where: { $0.keyCounts.held > 0 }) {
             try await Task.sleep(for: .milliseconds(100))
         }
-        for worker in workers {
+        for (worker, parsed) in zip(workers, held) {
             #expect(worker.keyCounts.held == 0)
-            #expect(worker.keyCounts.expired == 1)
+            #expect(worker.keyCounts.expired == parsed)
         }
         let refused = try await cluster.server.post("/queries", body: try stale.serializedBytes(),
                                                     headers: [("User-Identifier", device.userIdentifier),

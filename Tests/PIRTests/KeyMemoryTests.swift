@@ -22,4 +22,21 @@ struct KeyMemoryTests {
         let ratio = Double(parsed.memoryBytes) / Double(serialized.count)
         #expect(ratio > 6 && ratio < 12, "parsed \(parsed.memoryBytes) B for \(serialized.count) serialized B: \(ratio)×")
     }
+
+    @Test("The compute form keeps only the 32-bit rows (a third of the parsed bytes), answers word for word like the full key, and serializes back to an equal key")
+    func computeForm() throws {
+        let f = try BadQueryTests.Fixture()
+        let serialized: [UInt8] = try ProtoEvaluationKey(f.key.serialize()).serializedBytes()
+        let parsed = try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: f.context)
+        let compact = parsed.computeForm()
+        print("parsed key \(parsed.memoryBytes) B, compute form \(compact.memoryBytes) B")
+        #expect(compact.memoryBytes * 3 == parsed.memoryBytes)
+        let full = try f.server.computeResponse(query: f.query, pirCalls: 2, evaluationKey: parsed)
+        let lean = try f.server.computeResponse(query: f.query, pirCalls: 2, evaluationKey: compact)
+        #expect(full.flatMap { $0 }.map { $0.polys.map(\.data) } == lean.flatMap { $0 }.map { $0.polys.map(\.data) })
+        #expect(try f.client.decrypt(replies: lean, keyword: Array("+16505551000".utf8), secretKey: f.secretKey) == [1])
+        // Rebuilt from the rows: the same key, in full (unseeded) form on the wire.
+        let again = try EvaluationKey(deserialize: compact.serialize(), context: f.context)
+        #expect(again == parsed && again.computeForm() == compact)
+    }
 }

@@ -28,6 +28,11 @@ public struct EvaluationKey: Sendable, Equatable {
         self.relinearizationKey = relinearizationKey
     }
 
+    /// The key as a server keeps it to compute with (`KeySwitchKey.computeForm()`: the 32-bit rows only).
+    public func computeForm() -> EvaluationKey {
+        EvaluationKey(galoisKeys: galoisKeys.mapValues { $0.computeForm() }, relinearizationKey: relinearizationKey?.computeForm())
+    }
+
     /// The config this key satisfies.
     public var config: EvaluationKeyConfig {
         EvaluationKeyConfig(galoisElements: galoisKeys.keys.sorted(), hasRelinearizationKey: relinearizationKey != nil)

@@ -1,13 +1,21 @@
 /// A key-switching key from a key `s'` to `s` (SPEC-HE §6.2): one seeded evaluation-form ciphertext per
 /// ciphertext modulus, each over all L moduli, `K_j` encrypting `p·s'` in RNS row j only.
 public struct KeySwitchKey: Sendable, Equatable {
-    /// `K_0 … K_{L-2}`.
-    public let ciphertexts: [Ciphertext]
+    /// `K_0 … K_{L-2}` (rebuilt from the 32-bit rows for a key in compute form).
+    public var ciphertexts: [Ciphertext] { wide.isEmpty ? rebuiltFromNarrow() : wide }
+    /// The 64-bit ciphertexts; empty in compute form.
+    private let wide: [Ciphertext]
     /// 32-bit copies of each `K_j` (`c0` rows then `a` rows) when every modulus has at most 30 bits: the
     /// pre-transformed form the fast key switch reads.
     let narrow: [[UInt32]]?
+    /// The number of `K_j` (one per ciphertext modulus).
+    public let count: Int
+    private let context: Context
 
-    public static func == (lhs: KeySwitchKey, rhs: KeySwitchKey) -> Bool { lhs.ciphertexts == rhs.ciphertexts }
+    public static func == (lhs: KeySwitchKey, rhs: KeySwitchKey) -> Bool {
+        if !lhs.wide.isEmpty, !rhs.wide.isEmpty { return lhs.wide == rhs.wide }
+        return lhs.count == rhs.count && lhs.narrow != nil && lhs.narrow == rhs.narrow
+    }
 
     /// Wraps validated ciphertexts.
     public init(ciphertexts: [Ciphertext]) throws {
@@ -22,7 +30,9 @@ public struct KeySwitchKey: Sendable, Equatable {
                 throw HEError.malformedSerialization("key-switching ciphertexts are 2 evaluation-form polynomials over all moduli")
             }
         }
-        self.ciphertexts = ciphertexts
+        wide = ciphertexts
+        count = ciphertexts.count
+        context = ctx
         if ctx.keyContext.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
             // Residues below 2^30 fit the 32-bit words as they are.
             narrow = ciphertexts.map { ct in ct.polys.flatMap { $0.data.map { UInt32(truncatingIfNeeded: $0) } } }
@@ -70,11 +80,40 @@ public struct KeySwitchKey: Sendable, Equatable {
 }
 
 extension KeySwitchKey {
-    /// Bytes this key holds in memory: the 64-bit polynomial coefficients of its ciphertexts and the 32-bit
-    /// narrow copies the fused key switch uses. What a cache of parsed keys charges.
+    /// Bytes this key holds in memory: the 64-bit polynomial coefficients of its ciphertexts (none in compute form)
+    /// and the 32-bit narrow copies the fused key switch uses. What a cache of parsed keys charges.
     public var memoryBytes: Int {
-        let wide = ciphertexts.reduce(0) { total, ct in total + ct.polys.reduce(0) { $0 + $1.data.count * 8 } }
+        let wideBytes = wide.reduce(0) { total, ct in total + ct.polys.reduce(0) { $0 + $1.data.count * 8 } }
         let narrowBytes = (narrow ?? []).reduce(0) { $0 + $1.count * 4 }
-        return wide + narrowBytes
+        return wideBytes + narrowBytes
+    }
+
+    /// The key as a server keeps it to compute with: only the 32-bit rows the key switch reads, a third of the
+    /// parsed size, when every modulus fits them; unchanged otherwise. `ciphertexts` and `serialize()` still work
+    /// (rebuilt from the rows, without the seeds).
+    public func computeForm() -> KeySwitchKey {
+        guard narrow != nil, !wide.isEmpty else { return self }
+        return KeySwitchKey(narrowOnly: self)
+    }
+
+    private init(narrowOnly key: KeySwitchKey) {
+        wide = []
+        narrow = key.narrow
+        count = key.count
+        context = key.context
+    }
+
+    /// The ciphertexts of a compute-form key from its 32-bit rows (evaluation form over the key moduli; the seeds
+    /// are gone, so they serialize in full).
+    private func rebuiltFromNarrow() -> [Ciphertext] {
+        guard let narrow else { return [] }
+        let keyContext = context.keyContext
+        let half = keyContext.rowCount * context.degree
+        return narrow.compactMap { rows in
+            let polys = [rows[0..<half], rows[half..<(2 * half)]].map {
+                PolyRq(unchecked: keyContext, format: .eval, data: $0.map { UInt64($0) })
+            }
+            return try? Ciphertext(context: context, polys: polys)
+        }
     }
 }

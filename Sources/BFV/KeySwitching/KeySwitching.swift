@@ -8,14 +8,15 @@ extension Context {
         guard c.format == .coeff else { throw HEError.incompatibleOperands("key switching takes coefficient form") }
         let ctx = c.context
         let l = ctx.rowCount
-        guard l <= key.ciphertexts.count, ctx.isPrefix(of: keyContext) else {
-            throw HEError.incompatibleOperands("key switching input has \(l) moduli; the key covers \(key.ciphertexts.count)")
+        guard l <= key.count, ctx.isPrefix(of: keyContext) else {
+            throw HEError.incompatibleOperands("key switching input has \(l) moduli; the key covers \(key.count)")
         }
         if let narrow = key.narrow, keyContext.ntt.allSatisfy({ $0?.narrow != nil }) {
             return try keySwitchNarrow(c, key: narrow, constants: ks)
         }
         let n = degree
         let keyRows = keyContext.rowCount
+        let ciphertexts = key.ciphertexts
         // Work rows: q_0 … q_{l-1}, then p (key row L-1).
         var u0 = [UInt64](repeating: 0, count: (l + 1) * n)
         var u1 = [UInt64](repeating: 0, count: (l + 1) * n)
@@ -39,8 +40,8 @@ extension Context {
                             }
                         }
                         tables.forwardInPlace(digitBuffer)
-                        key.ciphertexts[j].polys[0].data.withUnsafeBufferPointer { k0 in
-                            key.ciphertexts[j].polys[1].data.withUnsafeBufferPointer { k1 in
+                        ciphertexts[j].polys[0].data.withUnsafeBufferPointer { k0 in
+                            ciphertexts[j].polys[1].data.withUnsafeBufferPointer { k1 in
                                 let a0 = k0.baseAddress!.advanced(by: keyRow * n)
                                 let a1 = k1.baseAddress!.advanced(by: keyRow * n)
                                 var i = 0

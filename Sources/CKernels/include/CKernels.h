@@ -12,6 +12,8 @@
 /// Keeps buffers up to 32 MiB in the malloc heap and freed memory up to 512 MiB in the process (glibc), so the
 /// per-query ciphertext buffers are reused instead of page-faulted in afresh; a no-op elsewhere.
 void cv_tune_allocator(void);
+/// Cores this process may use: its affinity mask and any cgroup CPU quota (rounded up), at most the online cores.
+int cv_usable_cores(void);
 
 /// Returns the allocator's free memory in every arena to the kernel (`malloc_trim`): after a large transient build
 /// (a shard's evaluation form) the tuned thresholds would otherwise keep it resident. Returns 1 if any was released.

@@ -5,13 +5,14 @@ import LookupProtocol
 import LookupWorker
 
 extension ClusterCoordinator {
-    /// Pushes a key just stored to the live workers placed to serve a shard of its key config (only they can use
-    /// it; the others would parse it for nothing). A worker placed later fetches it on its first miss.
+    /// Pushes a key just stored to the live workers its owner's queries will go to: for each shard of its key config,
+    /// the owner's affinity replica among the live workers placed to serve it (the others would parse it for
+    /// nothing; a query that spills over to another replica fetches the key there on its miss).
     public func keyUploaded(_ key: StoredEvaluationKey) async {
         let workers = state.withLock { s in
             let shards = s.desired.shards.values.filter { $0.keyConfigHash == key.identifier }.map(\.key)
-            let serving = Set(shards.flatMap { s.desired.placement[$0] ?? [] })
-            return s.workers.keys.filter(serving.contains)
+            let live = Set(s.workers.keys)
+            return KeyAffinity.replicas(for: key.user, holdersByShard: shards.map { Array((s.desired.placement[$0] ?? []).filter(live.contains)) })
         }
         let push = ClusterMessage.with {
             $0.keyPush = .with {

@@ -11,7 +11,7 @@ extension ClusterCoordinator {
         var tried = Set<String>()
         let deadline = ContinuousClock.now + options.requestTimeout
         for _ in 0..<options.maxAttempts {
-            var choice = reserve(shard, excluding: tried)
+            var choice = reserve(shard, owner: query.key.user ?? "", excluding: tried)
             if case .busy = choice {
                 // Every replica at its credit: wait in line for a slot (back-pressure) rather than overload a
                 // worker, but only so many queries and only so long; beyond, shed with 503 + Retry-After.
@@ -46,10 +46,11 @@ extension ClusterCoordinator {
         case unheld
     }
 
-    /// Picks the live replica with the fewest queries in flight that has credit left among those reporting the
-    /// desired content (or, while no copy has it yet, the previous content), and registers a request id.
-    func reserve(_ shard: ShardKey, excluding: Set<String>) -> Reservation {
-        state.withLock { $0.reserve(shard, excluding: excluding) }
+    /// Picks a live replica with credit left among those reporting the desired content (or, while no copy has it
+    /// yet, the previous content): the owner's affinity replica when it has credit, else the one with the fewest
+    /// queries in flight; and registers a request id.
+    func reserve(_ shard: ShardKey, owner: String, excluding: Set<String>) -> Reservation {
+        state.withLock { $0.reserve(shard, owner: owner, excluding: excluding) }
     }
 
     /// Waits in line (served fairly across owners, `CreditLine`) until a replica of `shard` has credit, the worker
@@ -66,7 +67,7 @@ extension ClusterCoordinator {
             await withCheckedContinuation { (continuation: CheckedContinuation<Reservation?, Never>) in
                 let (immediate, pushedOut) = state.withLock { s -> (Reservation??, CreditLine.Waiter?) in
                     if Task.isCancelled { return (.some(.busy), nil) }
-                    let choice = s.reserve(shard, excluding: excluding)  // a slot may have freed since the first try
+                    let choice = s.reserve(shard, owner: owner, excluding: excluding)  // a slot may have freed since the first try
                     guard case .busy = choice else { return (.some(choice), nil) }
                     let waiter = CreditLine.Waiter(ticket: ticket, owner: owner, shard: shard, excluding: excluding, continuation: continuation)
                     let (admitted, pushedOut) = s.line.admit(waiter, capacity: options.maxWaitingQueries)
@@ -197,12 +198,14 @@ extension ClusterCoordinator {
 
 extension ClusterCoordinator.State {
     /// See `ClusterCoordinator.reserve`.
-    mutating func reserve(_ shard: ShardKey, excluding: Set<String>) -> ClusterCoordinator.Reservation {
+    mutating func reserve(_ shard: ShardKey, owner: String, excluding: Set<String>) -> ClusterCoordinator.Reservation {
         let wanted = desired.shards[shard]?.sha256
         var holders = workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil && $0.value.actual[shard] == wanted }
         if holders.isEmpty { holders = workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil } }
         let candidates = holders.filter { $0.value.inFlight < $0.value.credit }
-        guard let best = candidates.min(by: { ($0.value.inFlight, $0.key) < ($1.value.inFlight, $1.key) }) else {
+        let preferred = KeyAffinity.replica(for: owner, among: holders.keys)
+        guard let best = candidates.first(where: { $0.key == preferred })
+                ?? candidates.min(by: { ($0.value.inFlight, $0.key) < ($1.value.inFlight, $1.key) }) else {
             return holders.isEmpty ? .unheld : .busy
         }
         workers[best.key]?.inFlight += 1
@@ -224,7 +227,7 @@ extension ClusterCoordinator.State {
         var line = self.line
         self.line = CreditLine()
         defer { self.line = line }
-        return line.serve { shard, excluding in reserve(shard, excluding: excluding) }
+        return line.serve { waiter in reserve(waiter.shard, owner: waiter.owner, excluding: waiter.excluding) }
     }
 }
 

@@ -56,7 +56,7 @@ struct CreditLine {
 
     /// Offers credit to the line in fair order: `reserve` is asked for each waiter's shard; waiters it answers
     /// `.busy` stay in line, the others are returned with their answer.
-    mutating func serve(_ reserve: (ShardKey, Set<String>) -> ClusterCoordinator.Reservation)
+    mutating func serve(_ reserve: (Waiter) -> ClusterCoordinator.Reservation)
         -> [(Waiter, ClusterCoordinator.Reservation)] {
         guard !waiters.isEmpty else { return [] }
         let order = waiters.indices.sorted { (waiters[$0].turn, $0) < (waiters[$1].turn, $1) }
@@ -64,7 +64,7 @@ struct CreditLine {
         var leaving = Set<Int>()
         for index in order {
             let waiter = waiters[index]
-            let choice = reserve(waiter.shard, waiter.excluding)
+            let choice = reserve(waiter)
             if case .busy = choice { continue }
             answered.append((waiter, choice))
             leaving.insert(index)

@@ -50,6 +50,11 @@ public final class EvaluationKeyCache: Sendable {
         }
     }
 
+    /// Whether a key is cached (without marking it used).
+    public func contains(_ key: Key) -> Bool {
+        state.withLock { $0.entries[key] != nil }
+    }
+
     /// Adds a parsed key of about `bytes` bytes uploaded at `uploadedAt` (seconds since 1970), evicting the least
     /// recently used keys beyond the budget.
     public func put(_ key: Key, _ value: EvaluationKey, bytes: Int, uploadedAt: Double = 0) {

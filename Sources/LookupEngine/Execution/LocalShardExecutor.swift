@@ -84,11 +84,13 @@ public final class LocalShardExecutor: ShardExecutor {
         }
     }
 
-    /// Parses and caches a pushed key so the first query with it does not wait.
+    /// Parses and caches a pushed key so the first query with it does not wait (a cache shared with the service
+    /// already holds the key the upload parsed).
     public func cacheKey(user: String, identifier: [UInt8], timestamp: UInt64, serialized: [UInt8], context: Context,
                          uploadedAt: Double = 0) async throws {
+        guard !cache.contains(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp)) else { return }
         let key = try await pool.run(lane: .key, owner: user) {
-            try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: context)
+            try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: context).computeForm()
         }
         cache.put(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp), key, bytes: key.memoryBytes,
                   uploadedAt: uploadedAt)
@@ -134,7 +136,7 @@ public final class LocalShardExecutor: ShardExecutor {
         -> EvaluationKey {
         switch source {
         case .inline(let proto):
-            return try await pool.run(deadline: deadline) { try proto.evaluationKey(context: context) }
+            return try await pool.run(deadline: deadline) { try proto.evaluationKey(context: context).computeForm() }
         case .stored(let user, let identifier, let timestamp):
             let cacheKey = EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp)
             if let key = cache.get(cacheKey) {
@@ -148,7 +150,7 @@ public final class LocalShardExecutor: ShardExecutor {
                 throw EngineError.evaluationKeyNotFound
             }
             let key = try await pool.run(owner: user, deadline: deadline) {
-                try ProtoEvaluationKey.evaluationKey(serialized: stored.serialized, context: context)
+                try ProtoEvaluationKey.evaluationKey(serialized: stored.serialized, context: context).computeForm()
             }
             cache.put(cacheKey, key, bytes: key.memoryBytes, uploadedAt: stored.uploadedAt.timeIntervalSince1970)
             return key

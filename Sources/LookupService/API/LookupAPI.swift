@@ -102,7 +102,7 @@ public struct LookupAPI: Sendable {
         guard keys.keys.count <= limits.maxKeysPerUpload else {
             throw LookupError.badRequest("At most \(limits.maxKeysPerUpload) keys per request")
         }
-        var accepted: [StoredEvaluationKey] = []
+        var accepted: [(StoredEvaluationKey, EvaluationKey)] = []
         for (index, uploaded) in keys.keys.enumerated() {
             guard uploaded.hasMetadata else { throw LookupError.badRequest("Key \(index) has no metadata") }
             guard uploaded.hasEvaluationKey else { throw LookupError.badRequest("Key \(index) has no evaluation_key") }
@@ -117,7 +117,7 @@ public struct LookupAPI: Sendable {
             let context = version.context
             let required = version.configuration.keyConfig.native()
             let message = uploaded.evaluationKey
-            try await pool.run(lane: .key, owner: user) {
+            let parsed = try await pool.run(lane: .key, owner: user) {
                 let key = try message.evaluationKey(context: context)
                 let missing = Set(required.galoisElements).subtracting(key.galoisKeys.keys)
                 guard missing.isEmpty else {
@@ -126,15 +126,20 @@ public struct LookupAPI: Sendable {
                 if required.hasRelinearizationKey, key.relinearizationKey == nil {
                     throw LookupError.badRequest("Key \(index) lacks the relinearization key")
                 }
+                return key.computeForm()
             }
-            accepted.append(StoredEvaluationKey(user: user, identifier: identifier, timestamp: uploaded.metadata.timestamp,
-                                                uploadedAt: now, serialized: serialized))
+            accepted.append((StoredEvaluationKey(user: user, identifier: identifier, timestamp: uploaded.metadata.timestamp,
+                                                 uploadedAt: now, serialized: serialized), parsed))
         }
-        for key in accepted {
+        for (key, parsed) in accepted {
             let usage = try await keyStore.store(key)
             metrics.recordKeyStore(usage)
             if usage.evicted > 0 { logger.notice("Key store full: evicted the \(usage.evicted) keys uploaded longest ago") }
             keyCache.invalidate(user: user, identifier: key.identifier)
+            // Where the executors read this cache (in-process or embedded workers), the key parsed to check it is the
+            // one they use: the push below then finds it cached instead of parsing it a second time.
+            keyCache.put(EvaluationKeyCache.key(user: user, identifier: key.identifier, timestamp: key.timestamp), parsed,
+                         bytes: parsed.memoryBytes, uploadedAt: now.timeIntervalSince1970)
             knownTimestamps.record(user: user, identifier: key.identifier, timestamp: key.timestamp)
             await executor.keyUploaded(key)
         }

@@ -56,8 +56,11 @@ public actor LookupServer {
 
     /// As above, with the compute pool and metrics given (an embedded cluster's workers share the HTTP layer's
     /// pool; a coordinator records into the same metrics).
+    /// `executorsShareKeyCache` false (a coordinator whose workers are other processes): the service keeps no parsed
+    /// keys, since nothing here would read them.
     public init(configPath: String, pool: ComputePool?, metrics: ServiceMetrics?,
-                makeExecutor: (@Sendable (ExecutorEnvironment) throws -> any ShardExecutor)?, logger: Logger) async throws {
+                makeExecutor: (@Sendable (ExecutorEnvironment) throws -> any ShardExecutor)?, executorsShareKeyCache: Bool = true,
+                logger: Logger) async throws {
         let config = try ServiceConfig.load(path: configPath)
         let keys = config.keys ?? .init()
         let maxAge = TimeInterval(keys.maxAgeSeconds ?? 30 * 24 * 3600), maxBytes = (keys.maxStoredMegabytes ?? 32 * 1024) << 20
@@ -76,8 +79,8 @@ public actor LookupServer {
         }
         sharedStore = shared
         let metrics = metrics ?? ServiceMetrics()
-        let cache = EvaluationKeyCache(capacity: (keys.cacheMegabytes ?? 512) << 20)
-        let width = config.concurrentQueries ?? 2
+        let cache = EvaluationKeyCache(capacity: executorsShareKeyCache ? (keys.cacheMegabytes ?? 512) << 20 : 0)
+        let width = config.concurrentQueries ?? min(2, MulPirServer.coreCount)
         let queueTimeout = Duration.milliseconds(Int64((config.http?.queueTimeoutSeconds ?? 2) * 1000))
         let pool = pool ?? ComputePool(width: width, limits: .init(queryQueue: width * (config.http?.queuedQueriesPerSlot ?? 8), keyQueue: 16, keyWidth: 1, queueTimeout: queueTimeout), metrics: metrics)
         let executor = try makeExecutor?(ExecutorEnvironment(keyStore: store, sharedStore: shared)) ?? LocalShardExecutor(keyStore: store, cache: cache, pool: pool,

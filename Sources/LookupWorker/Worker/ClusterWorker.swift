@@ -43,6 +43,9 @@ public final class ClusterWorker: Sendable {
         /// The parsed-key cache (an embedded worker shares the service's, sized by `keys.cacheMegabytes`; nil: one of
         /// `keyCacheBytes` for this worker).
         public var keyCache: EvaluationKeyCache?
+        /// Where a key missing from the cache is read (an embedded worker reads the service's store); nil: the worker
+        /// asks the coordinator that sent the query, which reads its store and sends the key's bytes back.
+        public var keyReader: (any EvaluationKeyReader)?
         /// Where PIR compute times are recorded (an embedded worker shares the service's metrics).
         public var metrics: ServiceMetrics?
         /// The compute pool (an embedded worker shares the service's; nil: one of width 2 for this worker).
@@ -149,7 +152,7 @@ public final class ClusterWorker: Sendable {
         self.loads = LoadGate(limit: options.concurrentLoads ?? MulPirServer.coreCount)
         let keys = CoordinatorKeyReader { _, _, _ in }
         self.keys = keys
-        self.executor = LocalShardExecutor(keyStore: keys, cache: options.keyCache ?? EvaluationKeyCache(capacity: options.keyCacheBytes),
+        self.executor = LocalShardExecutor(keyStore: options.keyReader ?? keys, cache: options.keyCache ?? EvaluationKeyCache(capacity: options.keyCacheBytes),
                                            pool: options.pool ?? ComputePool(width: 2, metrics: options.metrics), threads: options.threads,
                                            metrics: options.metrics)
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,

@@ -63,14 +63,9 @@ public struct MulPirServer: Sendable {
         self.tables = tables
     }
 
-    /// Cores the machine offers.
-    public static var coreCount: Int {
-        #if canImport(Glibc)
-        return max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1)
-        #else
-        return 1
-        #endif
-    }
+    /// Cores this process may use: its CPU affinity (taskset, cpusets) and cgroup CPU quota, not every core of the
+    /// machine, so a server confined to fewer cores does not run more threads than it has.
+    public static let coreCount: Int = max(Int(cv_usable_cores()), 1)
 
     /// Bytes of database the server scans per query (every present plaintext once).
     public var databaseBytes: Int {

@@ -16,9 +16,9 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
     public var keys: Keys?
     /// Privacy Pass settings.
     public var privacyPass: PrivacyPass?
-    /// PIR threads per query (default: every core).
+    /// PIR threads per query (default: every core the process may use).
     public var computeThreads: Int?
-    /// Queries computed at the same time (default 2).
+    /// Queries computed at the same time (default 2, 1 on one core).
     public var concurrentQueries: Int?
     /// Listener limits and the admin listener.
     public var http: HTTPSettings?

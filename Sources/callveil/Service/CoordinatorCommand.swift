@@ -36,7 +36,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
                 options.desiredStore = PostgresDesiredStateStore(store: shared, holder: holder, logger: logger)
             }
             return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: logger)
-        }, logger: logger)
+        }, executorsShareKeyCache: false, logger: logger)
         let app = try server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true, onAdminRunning: { port in
             logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(server.http.adminHost ?? "127.0.0.1"):\(port)")])
         }) { port in
