@@ -85,6 +85,17 @@ extension Apple_SwiftHomomorphicEncryption_V1_SerializedEvaluationKey {
     public static func evaluationKey(serialized: [UInt8], context: Context) throws -> EvaluationKey {
         try Self(serializedBytes: serialized).evaluationKey(context: context)
     }
+
+    /// The key this message holds in the compute form a server caches (`EvaluationKey.computeForm()`), parsed
+    /// straight into it and checked as `evaluationKey(context:)` checks.
+    public func computeFormKey(context: Context) throws -> EvaluationKey {
+        try EvaluationKey(deserializeComputeForm: try native(), context: context)
+    }
+
+    /// `computeFormKey(context:)` of a serialized message.
+    public static func computeFormKey(serialized: [UInt8], context: Context) throws -> EvaluationKey {
+        try Self(serializedBytes: serialized).computeFormKey(context: context)
+    }
 }
 
 extension Apple_SwiftHomomorphicEncryption_V1_EncryptionParameters {

@@ -118,19 +118,19 @@ struct MalformedInputTests {
         #expect(outcomes.rejected > 0)
     }
 
-    @Test("evaluation keys: wrong counts, elements, lengths and seeds throw")
+    @Test("evaluation keys: wrong counts, elements, lengths, seeds and values throw, in full and in the compute form")
     func evaluationKeys() throws {
         let sk = SecretKey(context: Self.context)
         let key = try EvaluationKey(config: EvaluationKeyConfig(galoisElements: [4097], hasRelinearizationKey: true),
                                     secretKey: sk)
         let good = key.serialize()
         #expect(try EvaluationKey(deserialize: good, context: Self.context) == key)
+        #expect(try EvaluationKey(deserializeComputeForm: good, context: Self.context) == key.computeForm())
         guard let (element, cts) = good.galoisKeys.first else { Issue.record("no Galois key"); return }
         func attempt(_ galois: [(element: UInt64, key: [SerializedCiphertext])], _ relin: [SerializedCiphertext]?) {
-            #expect(throws: HEError.self) {
-                try EvaluationKey(deserialize: SerializedEvaluationKey(galoisKeys: galois, relinearizationKey: relin),
-                                  context: Self.context)
-            }
+            let serialized = SerializedEvaluationKey(galoisKeys: galois, relinearizationKey: relin)
+            #expect(throws: HEError.self) { try EvaluationKey(deserialize: serialized, context: Self.context) }
+            #expect(throws: HEError.self) { try EvaluationKey(deserializeComputeForm: serialized, context: Self.context) }
         }
         for bad: UInt64 in [0, 1, 2, 4096, 8192, 8193, .max] { attempt([(bad, cts)], nil) }
         attempt([(element, Array(cts.prefix(1)))], nil)
@@ -141,6 +141,8 @@ struct MalformedInputTests {
             attempt([(element, [.seeded(poly0: poly0, seed: Array(seed.prefix(16))), cts[1]])], nil)
             // A query-sized poly0 (ciphertext moduli only) is not a key ciphertext.
             attempt([(element, [.seeded(poly0: Array(poly0.prefix(28160)), seed: seed), cts[1]])], nil)
+            // A first value at or above its modulus (all ones in its 27 bits).
+            attempt([(element, [.seeded(poly0: [0xFF, 0xFF, 0xFF, 0xFF] + poly0.dropFirst(4), seed: seed), cts[1]])], nil)
         } else {
             Issue.record("key ciphertexts are not seeded")
         }

@@ -4,9 +4,9 @@ import LookupProtocol
 @testable import PIR
 import Testing
 
-/// What a parsed evaluation key costs in memory, which the parsed-key cache charges: its 64-bit coefficients and
-/// the 32-bit narrow copies (12 bytes per residue), about seven times the serialized (seeded, packed) key, not the
-/// four times once assumed.
+/// What a parsed evaluation key costs in memory, which the parsed-key cache charges: parsed in full, its 64-bit
+/// coefficients and the 32-bit narrow copies (12 bytes per residue), about seven times the serialized (seeded, packed)
+/// key; in the compute form a server caches, the 32-bit rows alone (4 bytes per residue).
 @Suite("Parsed key memory")
 struct KeyMemoryTests {
     @Test("memoryBytes counts every polynomial and narrow copy, 6–12× the serialized size")
@@ -29,6 +29,8 @@ struct KeyMemoryTests {
         let serialized: [UInt8] = try ProtoEvaluationKey(f.key.serialize()).serializedBytes()
         let parsed = try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: f.context)
         let compact = parsed.computeForm()
+        // Parsed straight into the compute form: the same words.
+        #expect(try ProtoEvaluationKey.computeFormKey(serialized: serialized, context: f.context) == compact)
         print("parsed key \(parsed.memoryBytes) B, compute form \(compact.memoryBytes) B")
         #expect(compact.memoryBytes * 3 == parsed.memoryBytes)
         let full = try f.server.computeResponse(query: f.query, pirCalls: 2, evaluationKey: parsed)

@@ -79,6 +79,12 @@ func makeBenchmarks() throws -> [Benchmark] {
                 _ = try EvaluationKey(deserialize: try proto.native(), context: context)
             }
         },
+        Benchmark(name: "deserialize-evaluation-key-compute", what: "parse the same key straight into the compute form a server caches",
+                  bytesPerRun: keyBytes.count) {
+            {
+                _ = try ProtoEvaluationKey.computeFormKey(serialized: keyBytes, context: context)
+            }
+        },
     ]
 }
 

@@ -27,6 +27,27 @@ public enum Sampling {
         return poly
     }
 
+    /// `uniform(context:source:)`'s values, as 32-bit words (every modulus below 2^32), into `out`
+    /// (`rowCount × degree` words): the same bytes consumed in the same order, no 64-bit polynomial made.
+    public static func uniformWords<S: ByteSource>(context: PolyContext, source: inout S, into out: UnsafeMutableBufferPointer<UInt32>) {
+        let n = context.degree
+        let chunk = min(n, 1024)
+        withUnsafeTemporaryAllocation(byteCount: 16 * chunk, alignment: 16) { bytes in
+            for (r, q) in context.moduli.enumerated() {
+                var start = 0
+                while start < n {
+                    source.fill(bytes)
+                    for i in 0..<chunk {
+                        let lo = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16 * i, as: UInt64.self))
+                        let hi = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16 * i + 8, as: UInt64.self))
+                        out[r * n + start + i] = UInt32(truncatingIfNeeded: q.reduce(high: hi, low: lo))
+                    }
+                    start += chunk
+                }
+            }
+        }
+    }
+
     /// The uniform polynomial a 32-byte seed expands to, in evaluation form.
     public static func uniform(context: PolyContext, seed: [UInt8]) throws -> PolyRq {
         var stream = try SeededByteStream(seed: seed)

@@ -71,16 +71,27 @@ public struct EvaluationKey: Sendable, Equatable {
 
     /// Parses and validates every key (elements, counts, lengths, seeds and values).
     public init(deserialize serialized: SerializedEvaluationKey, context: Context) throws {
+        try self.init(serialized, context: context) { try KeySwitchKey(deserialize: $0, context: $1) }
+    }
+
+    /// Parses and validates every key as `init(deserialize:context:)` does, straight into the compute form
+    /// (`KeySwitchKey.init(deserializeComputeForm:context:)`): what a server caches.
+    public init(deserializeComputeForm serialized: SerializedEvaluationKey, context: Context) throws {
+        try self.init(serialized, context: context) { try KeySwitchKey(deserializeComputeForm: $0, context: $1) }
+    }
+
+    private init(_ serialized: SerializedEvaluationKey, context: Context,
+                 parse: ([SerializedCiphertext], Context) throws -> KeySwitchKey) throws {
         var galois: [Int: KeySwitchKey] = [:]
         for (element, cts) in serialized.galoisKeys {
             guard element < UInt64(2 * context.degree), Galois.isValidElement(Int(element), degree: context.degree) else {
                 throw HEError.invalidGaloisElement(Int(truncatingIfNeeded: element))
             }
-            galois[Int(element)] = try KeySwitchKey(deserialize: cts, context: context)
+            galois[Int(element)] = try parse(cts, context)
         }
         var relin: KeySwitchKey?
         if let r = serialized.relinearizationKey, !r.isEmpty {
-            relin = try KeySwitchKey(deserialize: r, context: context)
+            relin = try parse(r, context)
         }
         self.init(galoisKeys: galois, relinearizationKey: relin)
     }

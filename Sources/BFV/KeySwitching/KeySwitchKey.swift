@@ -103,6 +103,14 @@ extension KeySwitchKey {
         context = key.context
     }
 
+    /// A compute-form key from its 32-bit rows (`c0` rows then `a` rows per ciphertext, checked by the caller).
+    init(narrowRows: [[UInt32]], context: Context) {
+        wide = []
+        narrow = narrowRows
+        count = narrowRows.count
+        self.context = context
+    }
+
     /// The ciphertexts of a compute-form key from its 32-bit rows (evaluation form over the key moduli; the seeds
     /// are gone, so they serialize in full).
     private func rebuiltFromNarrow() -> [Ciphertext] {

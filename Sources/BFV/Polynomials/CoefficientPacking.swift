@@ -38,6 +38,10 @@ public enum CoefficientPacking {
             throw HEError.malformedSerialization("row of \(count) values at \(width) bits needs "
                 + "\(rowByteCount(count: count, bits: bits, skip: skip)) bytes, got \(bytes.count)")
         }
+        if skip == 0, width <= 56 {  // every key and query row: one unaligned big-endian load per value
+            try unpackWindowed(bytes, count: count, width: width, into: out, modulus: modulus, row: row)
+            return
+        }
         var acc: UInt128 = 0
         var nbits = 0
         var pos = 0
@@ -55,6 +59,33 @@ public enum CoefficientPacking {
                 throw HEError.coefficientOutOfRange(row: row, index: i, value: v, modulus: q)
             }
             out[i] = v
+        }
+    }
+
+    /// `unpack` for values of at most 56 bits with nothing skipped: value `i` is the `width` bits at bit `i·width` of
+    /// the big-endian stream, read from the 8 bytes at its first byte (zeros past the end). The same values as the
+    /// byte-at-a-time loop, several times faster.
+    private static func unpackWindowed(_ bytes: UnsafeRawBufferPointer, count: Int, width: Int,
+                                       into out: UnsafeMutableBufferPointer<UInt64>, modulus: UInt64?, row: Int) throws {
+        let total = bytes.count
+        let drop = UInt64(64 - width)
+        var bit = 0
+        for i in 0..<count {
+            let p = bit >> 3
+            let word: UInt64
+            if p + 8 <= total {
+                word = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: p, as: UInt64.self))
+            } else {
+                var w: UInt64 = 0
+                for k in 0..<8 { w = (w << 8) | UInt64(p + k < total ? bytes[p + k] : 0) }
+                word = w
+            }
+            let v = (word << UInt64(bit & 7)) >> drop
+            if let q = modulus, v >= q {
+                throw HEError.coefficientOutOfRange(row: row, index: i, value: v, modulus: q)
+            }
+            out[i] = v
+            bit += width
         }
     }
 

@@ -90,7 +90,7 @@ public final class LocalShardExecutor: ShardExecutor {
                          uploadedAt: Double = 0) async throws {
         guard !cache.contains(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp)) else { return }
         let key = try await pool.run(lane: .key, owner: user) {
-            try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: context).computeForm()
+            try ProtoEvaluationKey.computeFormKey(serialized: serialized, context: context)
         }
         cache.put(EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp), key, bytes: key.memoryBytes,
                   uploadedAt: uploadedAt)
@@ -136,7 +136,7 @@ public final class LocalShardExecutor: ShardExecutor {
         -> EvaluationKey {
         switch source {
         case .inline(let proto):
-            return try await pool.run(deadline: deadline) { try proto.evaluationKey(context: context).computeForm() }
+            return try await pool.run(deadline: deadline) { try proto.computeFormKey(context: context) }
         case .stored(let user, let identifier, let timestamp):
             let cacheKey = EvaluationKeyCache.key(user: user, identifier: identifier, timestamp: timestamp)
             if let key = cache.get(cacheKey) {
@@ -150,7 +150,7 @@ public final class LocalShardExecutor: ShardExecutor {
                 throw EngineError.evaluationKeyNotFound
             }
             let key = try await pool.run(owner: user, deadline: deadline) {
-                try ProtoEvaluationKey.evaluationKey(serialized: stored.serialized, context: context).computeForm()
+                try ProtoEvaluationKey.computeFormKey(serialized: stored.serialized, context: context)
             }
             cache.put(cacheKey, key, bytes: key.memoryBytes, uploadedAt: stored.uploadedAt.timeIntervalSince1970)
             return key

@@ -118,7 +118,7 @@ public struct LookupAPI: Sendable {
             let required = version.configuration.keyConfig.native()
             let message = uploaded.evaluationKey
             let parsed = try await pool.run(lane: .key, owner: user) {
-                let key = try message.evaluationKey(context: context)
+                let key = try message.computeFormKey(context: context)
                 let missing = Set(required.galoisElements).subtracting(key.galoisKeys.keys)
                 guard missing.isEmpty else {
                     throw LookupError.badRequest("Key \(index) lacks Galois elements \(missing.sorted())")
@@ -126,7 +126,7 @@ public struct LookupAPI: Sendable {
                 if required.hasRelinearizationKey, key.relinearizationKey == nil {
                     throw LookupError.badRequest("Key \(index) lacks the relinearization key")
                 }
-                return key.computeForm()
+                return key
             }
             accepted.append((StoredEvaluationKey(user: user, identifier: identifier, timestamp: uploaded.metadata.timestamp,
                                                  uploadedAt: now, serialized: serialized), parsed))

@@ -1,0 +1,54 @@
+extension KeySwitchKey {
+    /// Parses seeded evaluation-form ciphertexts straight into the compute form (`computeForm()`): each row is
+    /// unpacked, and each seed expanded, into the 32-bit words the key switch reads, with no 64-bit copy made and
+    /// dropped. The same checks and the same words as `init(deserialize:context:)` followed by `computeForm()`;
+    /// unseeded ciphertexts, or moduli over 30 bits, take that path.
+    public init(deserializeComputeForm serialized: [SerializedCiphertext], context: Context) throws {
+        guard context.parameters.supportsEvaluationKeys else {
+            throw HEError.invalidParameters("parameters with one modulus do not support key switching")
+        }
+        let keyContext = context.keyContext
+        let seeded = serialized.compactMap { ct -> (poly0: [UInt8], seed: [UInt8])? in
+            if case let .seeded(poly0, seed) = ct { return (poly0, seed) }
+            return nil
+        }
+        guard seeded.count == serialized.count, keyContext.moduli.allSatisfy({ $0.bitWidth <= 30 }) else {
+            self = try KeySwitchKey(deserialize: serialized, context: context).computeForm()
+            return
+        }
+        guard !serialized.isEmpty else { throw HEError.malformedSerialization("empty key-switching key") }
+        guard serialized.count == context.parameters.ciphertextModuli.count else {
+            throw HEError.malformedSerialization("key-switching key has \(serialized.count) ciphertexts, "
+                + "expected \(context.parameters.ciphertextModuli.count)")
+        }
+        let n = context.degree
+        let half = keyContext.rowCount * n
+        let expected = CoefficientPacking.polyByteCount(context: keyContext)
+        var rows: [[UInt32]] = []
+        for (poly0, seed) in seeded {
+            guard seed.count == NistCtrDrbg.seedCount else { throw HEError.invalidSeedLength(seed.count) }
+            guard poly0.count == expected else {
+                throw HEError.malformedSerialization("seeded poly0 has \(poly0.count) bytes, expected \(expected)")
+            }
+            var stream = try SeededByteStream(seed: seed)
+            rows.append(try [UInt32](unsafeUninitializedCapacity: 2 * half) { words, initialized in
+                try poly0.withUnsafeBytes { raw in
+                    try withUnsafeTemporaryAllocation(of: UInt64.self, capacity: n) { wide in
+                        var offset = 0
+                        for (r, q) in keyContext.moduli.enumerated() {
+                            let count = CoefficientPacking.rowByteCount(count: n, bits: q.bitWidth, skip: 0)
+                            try CoefficientPacking.unpack(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)]), count: n,
+                                                          bits: q.bitWidth, into: wide, modulus: q.value, row: r)
+                            for i in 0..<n { words[r * n + i] = UInt32(truncatingIfNeeded: wide[i]) }
+                            offset += count
+                        }
+                    }
+                }
+                Sampling.uniformWords(context: keyContext, source: &stream,
+                                      into: UnsafeMutableBufferPointer(rebasing: words[half..<(2 * half)]))
+                initialized = 2 * half
+            })
+        }
+        self.init(narrowRows: rows, context: context)
+    }
+}
