@@ -48,7 +48,7 @@ public final class ClusterWorker: Sendable {
         public var keyReader: (any EvaluationKeyReader)?
         /// Where PIR compute times are recorded (an embedded worker shares the service's metrics).
         public var metrics: ServiceMetrics?
-        /// The compute pool (an embedded worker shares the service's; nil: one of width 2 for this worker).
+        /// The compute pool (an embedded worker shares the service's; nil: one of width 2, 1 on one core, for this worker).
         public var pool: ComputePool?
         /// A transfer with no chunk for this long is asked for again.
         public var transferStall: Duration = .seconds(2)
@@ -153,7 +153,7 @@ public final class ClusterWorker: Sendable {
         let keys = CoordinatorKeyReader { _, _, _ in }
         self.keys = keys
         self.executor = LocalShardExecutor(keyStore: options.keyReader ?? keys, cache: options.keyCache ?? EvaluationKeyCache(capacity: options.keyCacheBytes),
-                                           pool: options.pool ?? ComputePool(width: 2, metrics: options.metrics), threads: options.threads,
+                                           pool: options.pool ?? ComputePool(width: min(2, MulPirServer.coreCount), metrics: options.metrics), threads: options.threads,
                                            metrics: options.metrics)
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])

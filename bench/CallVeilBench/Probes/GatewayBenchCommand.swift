@@ -3,7 +3,6 @@ import AsyncHTTPClient
 import Foundation
 import LookupClient
 import LookupProtocol
-import NIOSSL
 import ObliviousHTTP
 
 /// `callveil-bench gateway-bench`: what the Oblivious HTTP hop costs. Against a service whose public port also serves
@@ -40,13 +39,7 @@ struct GatewayBenchCommand: AsyncParsableCommand {
     var useCase: String = "net.example.lookup.block"
 
     func run() async throws {
-        var configuration = HTTPClient.Configuration()
-        if let ca {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .file(ca)
-            configuration.tlsConfiguration = tls
-        }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .trusting(ca))
         do {
             try await measure(LookupHTTPClient(baseURL: url, client: client))
             try await client.shutdown()

@@ -5,7 +5,6 @@ import Crypto
 import Foundation
 import LookupClient
 import LookupProtocol
-import NIOSSL
 import PIR
 
 /// `callveil-bench workload prepare`: makes a population of phones against a running service and writes them to a
@@ -32,13 +31,7 @@ struct WorkloadPrepareCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let started = ContinuousClock.now
         let truth = try BenchDataset.truth(csv: "\(dataset)/identities.csv", acceptEither: nil, convergedMarker: nil, seed: seed)
-        var configuration = HTTPClient.Configuration()
-        if let ca {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .file(ca)
-            configuration.tlsConfiguration = tls
-        }
-        let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .trusting(ca))
         defer { _ = httpClient.shutdown() }
         let http = LookupHTTPClient(baseURL: url, client: httpClient)
         let minters = (0..<max(issuers, 1)).map { _ in PrivacyPassAuthorization(issuer: http, userToken: userToken, batch: 16) }

@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import Foundation
-import NIOSSL
 import LookupClient
 import ObliviousHTTP
 import Synchronization
@@ -23,12 +22,7 @@ final class WorkloadTransport: Sendable {
     /// `connections` connection pools (each an HTTP/2 connection over TLS, HTTP/1.1 otherwise) to `baseURL`;
     /// requests are encapsulated to `gateway` when it is given.
     init(baseURL: String, connections: Int, ca: String?, gateway: OHTTPKeyConfig?) {
-        var configuration = HTTPClient.Configuration()
-        if let ca {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .file(ca)
-            configuration.tlsConfiguration = tls
-        }
+        var configuration = HTTPClient.Configuration.trusting(ca)
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         clients = (0..<max(connections, 1)).map { _ in
             LookupHTTPClient(baseURL: baseURL, client: HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration))
