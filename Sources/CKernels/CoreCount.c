@@ -1,10 +1,11 @@
-// The cores this process may use: its CPU affinity mask (taskset, a cpuset cgroup) and, under a cgroup CPU quota
-// (cgroup v2 cpu.max, v1 cpu.cfs_quota_us), the quota rounded up. sysconf counts every online core of the machine,
+// The cores this process may use: its CPU affinity mask (taskset, a cpuset cgroup) and, under a CPU quota on its own
+// cgroup (cgroup v2 cpu.max, v1 cpu.cfs_quota_us; a systemd CPUQuota=, a container limit), the quota rounded up. sysconf counts every online core of the machine,
 // so a server confined to one core of two ran two threads per query and two queries at once on it.
 #define _GNU_SOURCE
 #include "CKernels.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sched.h>
@@ -44,8 +45,40 @@ int cv_usable_cores(void) {
         long allowed = CPU_COUNT(&set);
         if (allowed > 0 && allowed < cores) cores = allowed;
     }
-    long quota = cv_quota_cores("/sys/fs/cgroup/cpu.max", 0, NULL);
-    if (quota == 0) quota = cv_quota_cores("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", 1, "/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+    // The process's own cgroup (a systemd unit's CPUQuota=, a container's limit), from /proc/self/cgroup:
+    // "0::/path" (v2) or "N:...cpu...:/path" (v1).
+    char v2[512] = "", v1[512] = "";
+    FILE *self = fopen("/proc/self/cgroup", "r");
+    if (self) {
+        char line[1024];
+        while (fgets(line, sizeof(line), self)) {
+            line[strcspn(line, "\n")] = 0;
+            char *first = strchr(line, ':');
+            char *second = first ? strchr(first + 1, ':') : NULL;
+            if (!second) continue;
+            *second = 0;
+            const char *controllers = first + 1, *path = second + 1;
+            if (strcmp(path, "/") == 0) path = "";
+            if (controllers[0] == 0 && line[0] == '0') {
+                snprintf(v2, sizeof(v2), "/sys/fs/cgroup%s/cpu.max", path);
+            } else {
+                for (const char *c = controllers; c && *c; c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL) {
+                    if (strncmp(c, "cpu", 3) == 0 && (c[3] == ',' || c[3] == 0)) {
+                        snprintf(v1, sizeof(v1), "/sys/fs/cgroup/cpu%s", path);
+                        break;
+                    }
+                }
+            }
+        }
+        fclose(self);
+    }
+    long quota = v2[0] ? cv_quota_cores(v2, 0, NULL) : 0;
+    if (quota == 0 && v1[0]) {
+        char q[600], period[600];
+        snprintf(q, sizeof(q), "%s/cpu.cfs_quota_us", v1);
+        snprintf(period, sizeof(period), "%s/cpu.cfs_period_us", v1);
+        quota = cv_quota_cores(q, 1, period);
+    }
     if (quota > 0 && quota < cores) cores = quota;
 #endif
     return (int)cores;
