@@ -1,6 +1,7 @@
 // The cores this process may use: its CPU affinity mask (taskset, a cpuset cgroup) and, under a CPU quota on its own
-// cgroup (cgroup v2 cpu.max, v1 cpu.cfs_quota_us; a systemd CPUQuota=, a container limit), the quota rounded up. sysconf counts every online core of the machine,
-// so a server confined to one core of two ran two threads per query and two queries at once on it.
+// cgroup (cgroup v2 cpu.max, v1 cpu.cfs_quota_us; a systemd CPUQuota=, a container limit), the quota rounded up.
+// sysconf counts every online core of the machine, so a server confined to one core of two ran two threads per query
+// and two queries at once on it.
 #define _GNU_SOURCE
 #include "CKernels.h"
 #include <stdio.h>

@@ -16,20 +16,12 @@ extension KeySwitchKey {
             self = try KeySwitchKey(deserialize: serialized, context: context).computeForm()
             return
         }
-        guard !serialized.isEmpty else { throw HEError.malformedSerialization("empty key-switching key") }
-        guard serialized.count == context.parameters.ciphertextModuli.count else {
-            throw HEError.malformedSerialization("key-switching key has \(serialized.count) ciphertexts, "
-                + "expected \(context.parameters.ciphertextModuli.count)")
-        }
+        try Self.checkCount(serialized.count, context: context)
         let n = context.degree
         let half = keyContext.rowCount * n
-        let expected = CoefficientPacking.polyByteCount(context: keyContext)
         var rows: [[UInt32]] = []
         for (poly0, seed) in seeded {
-            guard seed.count == NistCtrDrbg.seedCount else { throw HEError.invalidSeedLength(seed.count) }
-            guard poly0.count == expected else {
-                throw HEError.malformedSerialization("seeded poly0 has \(poly0.count) bytes, expected \(expected)")
-            }
+            try Ciphertext.checkSeeded(poly0: poly0, seed: seed, context: keyContext)
             var stream = try SeededByteStream(seed: seed)
             rows.append(try [UInt32](unsafeUninitializedCapacity: 2 * half) { words, initialized in
                 try poly0.withUnsafeBytes { raw in

@@ -21,10 +21,7 @@ public struct KeySwitchKey: Sendable, Equatable {
     public init(ciphertexts: [Ciphertext]) throws {
         guard let first = ciphertexts.first else { throw HEError.malformedSerialization("empty key-switching key") }
         let ctx = first.context
-        guard ciphertexts.count == ctx.parameters.ciphertextModuli.count else {
-            throw HEError.malformedSerialization("key-switching key has \(ciphertexts.count) ciphertexts, "
-                + "expected \(ctx.parameters.ciphertextModuli.count)")
-        }
+        try Self.checkCount(ciphertexts.count, context: ctx)
         for ct in ciphertexts {
             guard ct.polys.count == 2, ct.format == .eval, ct.polyContext == ctx.keyContext else {
                 throw HEError.malformedSerialization("key-switching ciphertexts are 2 evaluation-form polynomials over all moduli")
@@ -38,6 +35,15 @@ public struct KeySwitchKey: Sendable, Equatable {
             narrow = ciphertexts.map { ct in ct.polys.flatMap { $0.data.map { UInt32(truncatingIfNeeded: $0) } } }
         } else {
             narrow = nil
+        }
+    }
+
+    /// A key-switching key has one ciphertext per ciphertext modulus.
+    static func checkCount(_ count: Int, context: Context) throws {
+        guard count > 0 else { throw HEError.malformedSerialization("empty key-switching key") }
+        guard count == context.parameters.ciphertextModuli.count else {
+            throw HEError.malformedSerialization("key-switching key has \(count) ciphertexts, "
+                + "expected \(context.parameters.ciphertextModuli.count)")
         }
     }
 

@@ -29,6 +29,15 @@ extension Ciphertext {
         return .full(polys: blob, skipLSBs: skips.map { UInt32($0) }, correctionFactor: correctionFactor)
     }
 
+    /// The lengths a seeded ciphertext over `context` must have: a 32-byte seed and a whole packed `poly0`.
+    static func checkSeeded(poly0: [UInt8], seed: [UInt8], context: PolyContext) throws {
+        guard seed.count == NistCtrDrbg.seedCount else { throw HEError.invalidSeedLength(seed.count) }
+        let expected = CoefficientPacking.polyByteCount(context: context)
+        guard poly0.count == expected else {
+            throw HEError.malformedSerialization("seeded poly0 has \(poly0.count) bytes, expected \(expected)")
+        }
+    }
+
     /// Parses a serialized ciphertext over the first `moduliCount` moduli, in the given format (the wire does not
     /// say which). Validates every length, count, skip and value; never traps on malformed input.
     public init(deserialize serialized: SerializedCiphertext, context: Context, moduliCount: Int,
@@ -36,11 +45,7 @@ extension Ciphertext {
         let ctx = try context.context(moduliCount: moduliCount)
         switch serialized {
         case let .seeded(poly0, seed):
-            guard seed.count == NistCtrDrbg.seedCount else { throw HEError.invalidSeedLength(seed.count) }
-            let expected = CoefficientPacking.polyByteCount(context: ctx)
-            guard poly0.count == expected else {
-                throw HEError.malformedSerialization("seeded poly0 has \(poly0.count) bytes, expected \(expected)")
-            }
+            try Self.checkSeeded(poly0: poly0, seed: seed, context: ctx)
             let (c0, _) = try poly0.withUnsafeBytes {
                 try CoefficientPacking.deserialize($0, context: ctx, format: format)
             }

@@ -1,4 +1,5 @@
 import Dispatch
+import PIR
 import Synchronization
 
 /// Runs homomorphic work off the Swift concurrency pool and the HTTP event loops: at most `width` jobs at a time
@@ -12,6 +13,10 @@ import Synchronization
 /// job that the jobs ahead of it (served in turn, at the mean time a query holds its slot) would keep waiting past
 /// its deadline is refused at once (`deadlineUnreachable`, 503), not queued to time out.
 public final class ComputePool: Sendable {
+    /// The width a process's pool has unless configured: 2, or 1 when the process may use one core (two queries
+    /// time-sharing one core only make both late).
+    public static var defaultWidth: Int { min(2, MulPirServer.coreCount) }
+
     /// What a job is, which decides its queue and its share of the slots.
     public enum Lane: Int, Sendable, CaseIterable {
         /// A PIR query (and installing a shard).

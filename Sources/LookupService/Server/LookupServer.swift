@@ -80,7 +80,7 @@ public actor LookupServer {
         sharedStore = shared
         let metrics = metrics ?? ServiceMetrics()
         let cache = EvaluationKeyCache(capacity: executorsShareKeyCache ? (keys.cacheMegabytes ?? 512) << 20 : 0)
-        let width = config.concurrentQueries ?? min(2, MulPirServer.coreCount)
+        let width = config.concurrentQueries ?? ComputePool.defaultWidth
         let queueTimeout = Duration.milliseconds(Int64((config.http?.queueTimeoutSeconds ?? 2) * 1000))
         let pool = pool ?? ComputePool(width: width, limits: .init(queryQueue: width * (config.http?.queuedQueriesPerSlot ?? 8), keyQueue: 16, keyWidth: 1, queueTimeout: queueTimeout), metrics: metrics)
         let executor = try makeExecutor?(ExecutorEnvironment(keyStore: store, sharedStore: shared)) ?? LocalShardExecutor(keyStore: store, cache: cache, pool: pool,

@@ -153,7 +153,7 @@ public final class ClusterWorker: Sendable {
         let keys = CoordinatorKeyReader { _, _, _ in }
         self.keys = keys
         self.executor = LocalShardExecutor(keyStore: options.keyReader ?? keys, cache: options.keyCache ?? EvaluationKeyCache(capacity: options.keyCacheBytes),
-                                           pool: options.pool ?? ComputePool(width: min(2, MulPirServer.coreCount), metrics: options.metrics), threads: options.threads,
+                                           pool: options.pool ?? ComputePool(width: ComputePool.defaultWidth, metrics: options.metrics), threads: options.threads,
                                            metrics: options.metrics)
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
