@@ -120,7 +120,10 @@ struct ClusterTests {
         let cluster = try await Self.start(replication: 2)
         let workers = [try cluster.worker("a"), try cluster.worker("b")]
         #expect(await cluster.coordinator.waitUntilPlaced(copies: 2))
-        let device = cluster.server.device()
+        // A phone whose queries go to the worker about to be killed (its affinity replica), so they are in flight there
+        // and must fail over; a phone routed to the survivor would never touch the killed worker.
+        let user = try #require((0..<100).map { "failover-phone-\($0)" }.first { KeyAffinity.replica(for: $0, among: ["a", "b"]) == "a" })
+        let device = cluster.server.device(userIdentifier: user)
         try await device.syncConfig([DemoDataset.block])
         let records = Array(cluster.data.records.prefix(12))
         let failures = Tally()
