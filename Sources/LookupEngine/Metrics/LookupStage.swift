@@ -3,6 +3,8 @@
 public enum LookupStage: String, CaseIterable, Sendable {
     /// Opening an Oblivious HTTP request at the gateway (key lookup, HPKE open, Binary HTTP parse).
     case decapsulation
+    /// A PIR request's wait at the public port's fair gate for one of its processing slots.
+    case admissionWait = "admission_wait"
     /// Checking a Privacy Pass token and spending its nonce.
     case tokenCheck = "token_check"
     /// Routing a `/queries` call: checking the stored key's timestamp and finding each request's use case.

@@ -35,6 +35,10 @@ public struct LookupAPI: Sendable {
     let limits: Limits
     let metrics: ServiceMetrics
     let logger: Logger
+    private let keyUploadBound = KeyUploadBound()
+
+    /// The largest `/key` body read for the use cases loaded now (`KeyUploadBound`).
+    public var maxKeyUploadBytes: Int { keyUploadBound.bytes(registry: registry, limits: limits) }
 
     /// The API over a registry, a key store and an executor.
     public init(registry: UseCaseRegistry, keyStore: any EvaluationKeyStore, keyCache: EvaluationKeyCache,

@@ -39,6 +39,10 @@ public actor LookupServer {
     public nonisolated let bodies: BodyAdmissionMiddleware.Bounds
     /// Listener limits and the admin listener, as read at start (a reload does not move listeners).
     public nonisolated let http: ServiceConfig.HTTPSettings
+    /// The public port's fair gate in front of PIR work, shared by its routers (direct and through the gateway).
+    public nonisolated let gate: FairAdmission
+    /// The public port's per-User-Identifier limit, shared by its routers.
+    public nonisolated let perUser: PerUserLimitMiddleware
     /// Privacy Pass: issuer keys, spent nonces, tiers and issuance rates.
     public nonisolated let privacyPass: PrivacyPassSetup
     /// Reports, the Call Directory and the URL filter, as configured.
@@ -100,6 +104,14 @@ public actor LookupServer {
         self.logger = logger
         http = config.http ?? .init()
         bodies = http.bodyBounds
+        // In-process compute: the slots keep the pool busy with one request ready behind each running one. A
+        // coordinator's workers are other processes, whose own pools queue fairly; its gate only bounds its own work.
+        let slots = http.maxRequestsProcessing ?? (executorsShareKeyCache ? 2 * pool.width : 64)
+        // The wait allowed at the gate is the one allowed for compute unless set: a phone's turn comes after one of
+        // each other identity's, and refusing it sooner only makes it retry.
+        let maxWait = http.maxAdmissionWaitMilliseconds.map { Duration.milliseconds(Int64($0)) } ?? queueTimeout
+        gate = FairAdmission(limits: .init(slots: slots, maxWait: maxWait), metrics: metrics)
+        perUser = PerUserLimitMiddleware(limit: http.maxRequestsPerUser ?? 4)
         privacyPass = try PrivacyPassSetup(config: config, shared: shared, logger: logger)
         feeds = try ProviderFeeds(config: config, shared: shared)
         gateway = try GatewaySetup(config: config, shared: shared)
@@ -191,7 +203,7 @@ public actor LookupServer {
         let router = Router(context: LookupRequestContext.self)
         let inFlight = inFlight ?? http.inFlightLimit
         LookupRoutes.add(to: router, api: api, metrics: metrics, verifier: verifier, bodies: bodies, inFlight: inFlight,
-                         maxPerUser: http.maxRequestsPerUser ?? 4)
+                         perUser: perUser, gate: gate)
         let open = LookupRoutes.openGroup(of: router, bodies: bodies, inFlight: inFlight, metrics: metrics)
         let privacyPass = self.privacyPass
         if let issuerKeys = privacyPass.keys {

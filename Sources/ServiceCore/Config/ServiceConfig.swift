@@ -147,6 +147,10 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
             throw ConfigError("http.maxBodyMegabytesInFlight \(m) out of range (at least 10: one largest body)")
         }
         if let n = http?.maxRequestsPerUser, n < 1 || n > 1_000_000 { throw ConfigError("http.maxRequestsPerUser \(n) out of range") }
+        if let n = http?.maxRequestsProcessing, n < 1 || n > 100_000 { throw ConfigError("http.maxRequestsProcessing \(n) out of range") }
+        if let w = http?.maxAdmissionWaitMilliseconds, w < 1 || w > 600_000 {
+            throw ConfigError("http.maxAdmissionWaitMilliseconds \(w) out of range")
+        }
         if let n = http?.maxRequestsInFlight, n < 1 || n > 1_000_000 { throw ConfigError("http.maxRequestsInFlight \(n) out of range") }
         if let q = http?.queuedQueriesPerSlot, q < 0 || q > 4096 { throw ConfigError("http.queuedQueriesPerSlot \(q) out of range") }
         if let p = http?.adminPort, p < 0 || p > 65535 { throw ConfigError("http.adminPort \(p) out of range") }

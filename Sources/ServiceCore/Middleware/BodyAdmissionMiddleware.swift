@@ -40,20 +40,28 @@ public struct BodyAdmissionMiddleware: RouterMiddleware {
     }
 
     package let bounds: Bounds
-    package let limit: Int
+    /// The route's largest body now (a route whose bound follows the loaded use cases reads it per request).
+    package let currentLimit: @Sendable () -> Int
     package let refusal: @Sendable (Refusal) -> Response?
     package let metrics: ServiceMetrics?
 
     /// Bodies of at most `limit` bytes within `bounds`; `refusal` may answer a refusal in the route's format.
     public init(bounds: Bounds, limit: Int, metrics: ServiceMetrics? = nil, refusal: @escaping @Sendable (Refusal) -> Response? = { _ in nil }) {
+        self.init(bounds: bounds, limit: { limit }, metrics: metrics, refusal: refusal)
+    }
+
+    /// Bodies of at most `limit()` bytes, asked per request, within `bounds`.
+    public init(bounds: Bounds, limit: @escaping @Sendable () -> Int, metrics: ServiceMetrics? = nil,
+                refusal: @escaping @Sendable (Refusal) -> Response? = { _ in nil }) {
         self.bounds = bounds
-        self.limit = limit
+        currentLimit = limit
         self.metrics = metrics
         self.refusal = refusal
     }
 
     public func handle(_ request: Request, context: LookupRequestContext,
                        next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
+        let limit = currentLimit()
         let declared = request.headers[.contentLength].flatMap { Int($0) }
         if let declared, declared > limit { return try refuse(.tooLarge(limit: limit)) }
         let connection = ConnectionGuard.connection(of: context.channel)

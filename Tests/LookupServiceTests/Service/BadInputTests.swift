@@ -83,6 +83,8 @@ struct BadInputTests {
             .init(name: "empty Requests", path: "/queries", headers: nil, body: [], status: 400, reason: "No requests"),
             .init(name: "oversized body", path: "/key", headers: nil, body: [UInt8](repeating: 0, count: LookupRequestContext.maxBodyBytes + 1),
                   status: 413, reason: "exceeds"),
+            .init(name: "key body larger than the loaded key configs need", path: "/key", headers: nil,
+                  body: [UInt8](repeating: 0, count: 4 << 20), status: 413, reason: "exceeds"),
             .init(name: "key without evaluation_key", path: "/key", headers: nil, body: try keyUpload.serializedBytes(), status: 400,
                   reason: "no evaluation_key"),
             .init(name: "key with wrong Galois elements", path: "/key", headers: nil, body: try badKey.serializedBytes(), status: 400, reason: "Invalid"),

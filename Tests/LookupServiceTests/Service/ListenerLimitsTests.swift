@@ -195,13 +195,14 @@ struct ListenerLimitsTests {
             $0.http?.minBodyBytesPerSecond = 1 << 20
         }
         let port = try #require(URLComponents(string: server.url)?.port)
-        let head = "POST /key HTTP/1.1\r\nHost: x\r\nUser-Identifier: u1\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
+        let head = "POST /config HTTP/1.1\r\nHost: x\r\nUser-Identifier: u1\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\n"
         let device = [("User-Agent", "com.apple.ciphermld/1.0 iOS/18.2")]
+        // `/config`: its bodies may take the whole 10 MiB (a `/key` body is bounded by the keys the use cases need).
         // A 10 MiB upload that is slow to arrive holds only the bytes it sent: another request is read and judged.
         var holder: RawConnection? = try RawConnection(port: port)
         holder?.send(head + "Content-Length: \(10 << 20)\r\n\r\nabc")
         try await Task.sleep(for: .milliseconds(300))
-        #expect(try await server.http.send(path: "/key", headers: [("User-Identifier", "u2")] + device, body: [0xFF, 0xFF]).status == 400)
+        #expect(try await server.http.send(path: "/config", headers: [("User-Identifier", "u2")] + device, body: [0xFF, 0xFF]).status == 400)
         // Nine MiB of it arrive: now it holds them, and a 2 MiB body does not fit.
         holder?.sendBytes([UInt8](repeating: 0x41, count: 9 << 20))
         // Until the server has read them (a loaded machine takes longer than a fixed sleep).
@@ -219,7 +220,7 @@ struct ListenerLimitsTests {
         var status = 0
         for _ in 0..<50 where status != 400 {
             try await Task.sleep(for: .milliseconds(100))
-            status = try await server.http.send(path: "/key", headers: [("User-Identifier", "u4")] + device, body: [UInt8](repeating: 0xFF, count: 2 << 20)).status
+            status = try await server.http.send(path: "/config", headers: [("User-Identifier", "u4")] + device, body: [UInt8](repeating: 0xFF, count: 2 << 20)).status
         }
         #expect(status == 400)
         await server.stop()

@@ -32,10 +32,10 @@ struct OverloadCommand: AsyncParsableCommand {
     var floodSeconds = 40.0
     @Option(help: "The server's http.requestTimeoutSeconds: every slow connection must be closed by then.") var requestTimeout = 30.0
     @Option(help: "Seconds of the phone alone after the flood.") var recoverySeconds = 15.0
-    /// The flood fills the demo config's 512 MiB parsed-key cache and its 256 MiB body budget over a base of about
-    /// 260 MiB. Peaks measured on 2026-11-26 ranged from 837 to 1,517 MiB, and how many 10 MiB keys the run accepts
-    /// sets where in that range a run lands. The bound catches growth that no limit holds; it does not measure
-    /// the service's footprint.
+    /// A flood of keys the server accepts can fill the demo config's 512 MiB parsed-key cache and its 256 MiB body
+    /// budget over a base of about 260 MiB: peaks of 837 to 1,517 MiB were measured on 2026-11-26 while the 10 MiB
+    /// uploads were read, and 232 to 305 MiB since they are refused from their declared length. The bound catches
+    /// growth that no limit holds; it does not measure the service's footprint.
     @Option(help: "Bound on the server's RSS, MiB.") var rssLimit = 2048
     @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 15.0
     @Option(help: "Seconds after the flood within which the phone must be back to baseline latency.") var recoveryLimit = 10.0
@@ -117,6 +117,9 @@ struct OverloadCommand: AsyncParsableCommand {
             bodies.append(try await device.queryRequest(Array(numbers[i % numbers.count].utf8), in: block).serializedBytes())
         }
         let keyBody = try await floodDevices[0].freshKeyUpload(for: block)
+        let scraper = adminURL.map { WorkloadMetrics($0 + "/metrics") }
+        let stagesBefore = try? await scraper?.scrape()
+        let cpuBefore = GatewayBenchCommand.cpuSeconds(pid)
         let floodStart = ContinuousClock.now - origin
         print(String(format: "flood from t=%.1f s for %.0f s: %d slow connections, %d × %d MiB key uploaders, queries at %.1f/s",
                      floodStart.seconds, floodSeconds, slowConnections, keyUploaders, keyUploadMegabytes, capacity * floodFactor))
@@ -136,6 +139,8 @@ struct OverloadCommand: AsyncParsableCommand {
         try await Task.sleep(for: .milliseconds(Int64(floodSeconds * 1000)))
         floodStop.withLock { $0 = true }
         let floodEnd = ContinuousClock.now - origin
+        let stagesAfter = try? await scraper?.scrape()
+        let floodCPU = GatewayBenchCommand.cpuSeconds(pid).flatMap { after in cpuBefore.map { after - $0 } }
         slow.stop()
         let floodRSS = rss.peak
         // Recovery: the phone alone again (the flood's requests still in flight drain meanwhile).
@@ -195,6 +200,27 @@ struct OverloadCommand: AsyncParsableCommand {
         phase("flood", during, floodSeconds, floodRSS)
         phase("recovery", after, recoverySeconds, rss.peak)
         print("")
+        if let floodCPU {
+            print(String(format: "server CPU during the flood: %.1f s in %.0f s (%.0f%% of one core)", floodCPU, floodSeconds,
+                         100 * floodCPU / floodSeconds))
+        }
+        if let stagesBefore, let stagesAfter {
+            // Where the flood's time went, all sources together: the stage histograms' difference over the flood.
+            print("| stage (during the flood, every source) | count | mean ms | p99 ≤ ms |")
+            print("|---|---:|---:|---:|")
+            for s in WorkloadMetrics.stages(before: stagesBefore, after: stagesAfter) {
+                print(String(format: "| %@ | %.0f | %.1f | %@ |", s.stage, s.count, s.mean * 1000, s.p99.isInfinite ? "∞" : String(format: "%.0f", s.p99 * 1000)))
+            }
+            print("")
+            // What the server answered during the flood, by route and status, and why the fair gate refused.
+            let counters = stagesAfter.keys.filter { $0.hasPrefix("callveil_http_requests_total{") || $0.hasPrefix("callveil_admission_refusals_total{") }
+            let deltas = counters.sorted().compactMap { key -> String? in
+                let delta = (stagesAfter[key] ?? 0) - (stagesBefore[key] ?? 0)
+                return delta > 0 ? "\(key.replacingOccurrences(of: "callveil_", with: "")): \(Int(delta))" : nil
+            }
+            print("server counters during the flood: " + deltas.joined(separator: ", "))
+            print("")
+        }
         let floodP99 = BenchReport.percentile(during.map(\.latency), 0.99)
         var failures: [String] = []
         if !alive { failures.append("the server process is gone") }

@@ -13,30 +13,42 @@ import SwiftProtobuf
 public enum LookupRoutes {
     /// Adds the public routes to `router`; `verifier` nil leaves the PIR endpoints unauthenticated; `bodies`
     /// bounds the body bytes held at once (port and connection); `inFlight` the requests handled at once (the
-    /// other routes of the port share it). Nothing is reserved before the header checks.
+    /// other routes of the port share it); `perUser` and `gate` are shared by every router of the port. Nothing is
+    /// reserved before the header checks.
     public static func add(to router: Router<LookupRequestContext>, api: LookupAPI, metrics: ServiceMetrics,
                            verifier: (any PrivateTokenVerifier)?,
                            bodies: BodyAdmissionMiddleware.Bounds = .init(budgetBytes: 256 << 20, perConnectionBytes: 64 << 20),
-                           inFlight: InFlightLimitMiddleware = .init(limit: 256), maxPerUser: Int = 4) {
+                           inFlight: InFlightLimitMiddleware = .init(limit: 256),
+                           perUser: PerUserLimitMiddleware = .init(limit: 4), gate: FairAdmission? = nil) {
         router.add(middleware: RequestObserverMiddleware(metrics: metrics))
-        let pir = router.group()
-        pir.add(middleware: PerUserLimitMiddleware(limit: maxPerUser))
-        if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier, metrics: metrics)) }
-        pir.add(middleware: UserIdentifierMiddleware())
-        pir.add(middleware: UserAgentMiddleware())
-        pir.add(middleware: BodyAdmissionMiddleware(bounds: bodies, limit: LookupRequestContext.maxBodyBytes, metrics: metrics))
-        pir.add(middleware: inFlight)
+        // Three groups with the same chain: lookups take turns at the fair gate; `/config` (cheap) and `/key` (its
+        // parse bounded by the compute pool's key lane) do not wait behind them; `/key` bodies are bounded by the
+        // keys the loaded use cases can need (`KeyUploadBound`).
+        func group(gated: Bool, bodyLimit: @escaping @Sendable () -> Int = { LookupRequestContext.maxBodyBytes }) -> RouterGroup<LookupRequestContext> {
+            let pir = router.group()
+            pir.add(middleware: perUser)
+            if gated, let gate { pir.add(middleware: FairAdmissionMiddleware(gate: gate, step: .precheck)) }
+            if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier, metrics: metrics)) }
+            pir.add(middleware: UserIdentifierMiddleware())
+            pir.add(middleware: UserAgentMiddleware())
+            pir.add(middleware: BodyAdmissionMiddleware(bounds: bodies, limit: bodyLimit, metrics: metrics))
+            if gated, let gate { pir.add(middleware: FairAdmissionMiddleware(gate: gate, step: .turn)) }
+            pir.add(middleware: inFlight)
+            return pir
+        }
+        let pir = group(gated: false), lookups = group(gated: true)
+        let keys = group(gated: false) { api.maxKeyUploadBytes }
         pir.post("/config") { request, context -> Response in
             let message = try await decode(ProtoConfigRequest.self, request, context)
             let answer = try await api.config(message, user: try user(context), features: context.features)
             return try protobufResponse(answer, gzip: acceptsGzip(request))
         }
-        pir.post("/key") { request, context -> Response in
+        keys.post("/key") { request, context -> Response in
             let message = try await decode(ProtoEvaluationKeys.self, request, context)
             try await api.uploadKeys(message, user: try user(context))
             return Response(status: .ok)
         }
-        pir.post("/queries") { request, context -> Response in
+        lookups.post("/queries") { request, context -> Response in
             let message = try await decode(ProtoRequests.self, request, context)
             let answer = try await api.queries(message, user: try user(context))
             return try protobufResponse(answer)

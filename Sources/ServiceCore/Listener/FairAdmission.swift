@@ -1,0 +1,228 @@
+import LookupEngine
+import Synchronization
+
+/// The gate in front of a PIR request's costly work (routing, key fetch, compute, answer): at most `slots`
+/// requests are past it at once, and the rest wait, served round-robin by User-Identifier. Without it every admitted
+/// request shares the CPU with every other, so a few flooding identities with a handful of requests each stretched a
+/// phone's request to seconds; behind the gate the CPU is shared by `slots` requests and a phone waits for one
+/// turn of each other identity, not for their backlog. A request whose turn would come after `maxWait` (the turns
+/// ahead of it times the measured time a request holds its slot) is refused at once with 503 and `Retry-After`, as
+/// is one that finds the queue full with nobody to push out; one still waiting at `maxWait` is refused then.
+public final class FairAdmission: Sendable {
+    /// How many requests pass at once, how many wait, and for how long.
+    public struct Limits: Sendable, Equatable {
+        /// Requests past the gate at once.
+        public var slots: Int
+        /// Requests waiting at most; a newcomer then pushes out the newest request of the identity waiting most,
+        /// if that identity has at least two more waiting than the newcomer's, else it is refused.
+        public var maxQueued: Int
+        /// Longest wait for a slot.
+        public var maxWait: Duration
+
+        /// Limits.
+        public init(slots: Int, maxQueued: Int = 256, maxWait: Duration = .milliseconds(500)) {
+            self.slots = max(slots, 1)
+            self.maxQueued = max(maxQueued, 0)
+            self.maxWait = maxWait
+        }
+    }
+
+    /// Why a request was refused at the gate (the `reason` label of `callveil_admission_refusals_total`).
+    public enum Refusal: String, Sendable, CaseIterable {
+        /// Its turn would come after `maxWait`.
+        case estimate
+        /// The queue was full and it was the newest of the identity waiting most.
+        case full
+        /// It waited `maxWait` without a turn.
+        case timeout
+    }
+
+    /// Limits.
+    public let limits: Limits
+    private let metrics: ServiceMetrics?
+    private let state = Mutex(State())
+
+    struct State {
+        var queue = FairQueue<Waiter>()
+        var inUse = 0
+        /// Slots held per owner.
+        var held: [String: Int] = [:]
+        /// Mean time a request holds its slot (exponentially weighted), and how many requests it is drawn from.
+        var meanHold: Duration = .zero
+        var samples = 0
+        var refused: [Refusal: Int] = [:]
+    }
+
+    /// Requests that must have held a slot before their mean time is trusted for refusing by estimate.
+    static let samplesBeforeEstimating = 8
+
+    /// A gate with `limits`; waits and refusals are recorded into `metrics`.
+    public init(limits: Limits, metrics: ServiceMetrics? = nil) {
+        self.limits = limits
+        self.metrics = metrics
+    }
+
+    /// Requests past the gate, waiting, refused so far by reason, and the mean time a request holds its slot once
+    /// known (for metrics and tests).
+    public var snapshot: (inUse: Int, waiting: Int, refused: [Refusal: Int], meanHold: Duration?) {
+        state.withLock { ($0.inUse, $0.queue.count, $0.refused, $0.samples >= Self.samplesBeforeEstimating ? $0.meanHold : nil) }
+    }
+
+    /// Refuses `owner`'s request at once (503 with `Retry-After`) when its turn would come after `maxWait` now: the
+    /// same estimate as at the gate, made before the request's token is verified and its body read, so that a
+    /// flood's excess costs neither, and a phone refused under overload keeps its token.
+    public func precheck(owner: String) throws {
+        let refused = state.withLock { s -> Bool in
+            guard s.inUse >= limits.slots || s.queue.count > 0, estimateExceeds(owner: owner, s) else { return false }
+            s.refused[.estimate, default: 0] += 1
+            return true
+        }
+        guard refused else { return }
+        metrics?.increment("callveil_admission_refusals_total", dimensions: [("reason", Refusal.estimate.rawValue)])
+        throw Self.error(.estimate)
+    }
+
+    /// Whether `owner`'s turn, behind the turns ahead of it, would come after `maxWait`. Never for an owner with
+    /// nothing waiting or held (a phone asks one thing at a time): its turn comes after at most one of each other
+    /// owner's, so it waits, and only the wait itself (`maxWait`) or a full queue refuses it. False until the mean
+    /// hold is known.
+    private func estimateExceeds(owner: String, _ s: State) -> Bool {
+        guard s.samples >= Self.samplesBeforeEstimating, s.held[owner, default: 0] > 0 || s.queue.has(owner) else { return false }
+        let ahead = s.queue.ahead(of: owner)
+        return s.meanHold * (Double(ahead + 1) / Double(limits.slots)) > limits.maxWait
+    }
+
+    /// Runs `body` once `owner` has a slot, then frees it; throws `LookupError` 503 with `Retry-After` when refused.
+    public func admit<T>(owner: String, _ body: () async throws -> T) async throws -> T {
+        let arrived = ContinuousClock.now
+        try await enter(owner: owner)
+        let start = ContinuousClock.now
+        metrics?.recordStage(.admissionWait, start - arrived)
+        defer { leave(owner: owner, held: .now - start) }
+        return try await body()
+    }
+
+    private func enter(owner: String) async throws {
+        let waiter = Waiter(owner: owner)
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                waiter.attach(continuation)
+                let (queued, pushedOut) = state.withLock { s -> (Bool, Waiter?) in
+                    if s.inUse < limits.slots && s.queue.count == 0 {
+                        if waiter.resolve(.success(())) {  // not if its caller went away already
+                            s.inUse += 1
+                            s.held[owner, default: 0] += 1
+                        }
+                        return (false, nil)
+                    }
+                    if estimateExceeds(owner: owner, s) {
+                        refuse(waiter, .estimate, &s)
+                        return (false, nil)
+                    }
+                    var pushedOut: Waiter?
+                    if s.queue.count >= limits.maxQueued {
+                        pushedOut = s.queue.pushOut(for: owner)
+                        guard pushedOut != nil else {
+                            refuse(waiter, .full, &s)
+                            return (false, nil)
+                        }
+                    }
+                    s.queue.append(waiter, owner: owner)
+                    return (true, pushedOut)
+                }
+                if let pushedOut { fail(pushedOut, .full) }
+                if queued { expire(waiter, owner: owner) }
+            }
+        } onCancel: {
+            if waiter.resolve(.failure(CancellationError())) { state.withLock { _ = $0.queue.remove(owner: owner) { $0 === waiter } } }
+        }
+    }
+
+    /// Refuses `waiter` at its own deadline if it is still waiting then.
+    private func expire(_ waiter: Waiter, owner: String) {
+        let maxWait = limits.maxWait
+        Task { [self] in
+            try? await Task.sleep(for: maxWait)
+            if fail(waiter, .timeout) {
+                state.withLock { _ = $0.queue.remove(owner: owner) { $0 === waiter } }
+            }
+        }
+    }
+
+    private func refuse(_ waiter: Waiter, _ reason: Refusal, _ s: inout State) {
+        s.refused[reason, default: 0] += 1
+        metrics?.increment("callveil_admission_refusals_total", dimensions: [("reason", reason.rawValue)])
+        waiter.resolve(.failure(Self.error(reason)))
+    }
+
+    /// Fails `waiter` for `reason` unless it was resolved already; whether it was this call that resolved it.
+    @discardableResult
+    private func fail(_ waiter: Waiter, _ reason: Refusal) -> Bool {
+        guard waiter.resolve(.failure(Self.error(reason))) else { return false }
+        state.withLock { $0.refused[reason, default: 0] += 1 }
+        metrics?.increment("callveil_admission_refusals_total", dimensions: [("reason", reason.rawValue)])
+        return true
+    }
+
+    private static func error(_ reason: Refusal) -> LookupError {
+        switch reason {
+        case .estimate, .full: LookupError.unavailable("Too many requests ahead of this one; retry later", retryAfter: 1)
+        case .timeout: LookupError.unavailable("No turn within the wait allowed; retry later", retryAfter: 1)
+        }
+    }
+
+    /// A slot is free: it passes to the next waiter still waiting, in round-robin order.
+    private func leave(owner: String, held: Duration) {
+        state.withLock { s in
+            s.meanHold = s.samples == 0 ? held : s.meanHold + (held - s.meanHold) * 0.2
+            s.samples += 1
+            let left = s.held[owner, default: 1] - 1
+            s.held[owner] = left > 0 ? left : nil
+            while let next = s.queue.popFirst() {
+                if next.resolve(.success(())) {  // the slot passes to it
+                    s.held[next.owner, default: 0] += 1
+                    return
+                }
+            }
+            s.inUse -= 1
+        }
+    }
+
+    /// One request waiting for a slot: resolved once, by its turn, a refusal, or its caller going away.
+    final class Waiter: Sendable {
+        /// The User-Identifier whose turn it waits for.
+        let owner: String
+
+        init(owner: String) { self.owner = owner }
+
+        private struct Slot {
+            var continuation: CheckedContinuation<Void, any Error>?
+            var result: Result<Void, any Error>?
+        }
+
+        private let slot = Mutex(Slot())
+
+        /// Hands over the continuation to resume; resumes it now if the waiter was resolved already.
+        func attach(_ continuation: CheckedContinuation<Void, any Error>) {
+            let early = slot.withLock { slot -> Result<Void, any Error>? in
+                if let result = slot.result { return result }
+                slot.continuation = continuation
+                return nil
+            }
+            if let early { continuation.resume(with: early) }
+        }
+
+        /// Resolves with `result` unless resolved already; whether this call resolved it.
+        @discardableResult
+        func resolve(_ result: Result<Void, any Error>) -> Bool {
+            let (won, continuation) = slot.withLock { slot -> (Bool, CheckedContinuation<Void, any Error>?) in
+                guard slot.result == nil else { return (false, nil) }
+                slot.result = result
+                defer { slot.continuation = nil }
+                return (true, slot.continuation)
+            }
+            continuation?.resume(with: result)
+            return won
+        }
+    }
+}
