@@ -104,9 +104,10 @@ public actor LookupServer {
         self.logger = logger
         http = config.http ?? .init()
         bodies = http.bodyBounds
-        // In-process compute: the slots keep the pool busy with one request ready behind each running one. A
+        // In-process compute: four requests per compute slot keep the pool busy, since a request holds its turn about
+        // four times its CPU (the hop, the key's read); two per slot held 2,000 replayed phones' p99 at 1 s. A
         // coordinator's workers are other processes, whose own pools queue fairly; its gate only bounds its own work.
-        let slots = http.maxRequestsProcessing ?? (executorsShareKeyCache ? 2 * pool.width : 64)
+        let slots = http.maxRequestsProcessing ?? (executorsShareKeyCache ? 4 * pool.width : 64)
         // The wait allowed at the gate is the one allowed for compute unless set: a phone's turn comes after one of
         // each other identity's, and refusing it sooner only makes it retry.
         let maxWait = http.maxAdmissionWaitMilliseconds.map { Duration.milliseconds(Int64($0)) } ?? queueTimeout
