@@ -15,7 +15,7 @@
 //   LookupClient    a device-like client over HTTP (config sync, key upload, queries)
 //   LookupStorage   SQLite and PostgreSQL stores; LookupWorker: the worker role (no HTTP, no SQL)
 //   Reports         reports, the blocking policy and list, the Call Directory; LookupCoordinator: the coordinator role
-//   ServiceCore     the service config, the listener and its guards, middleware, HTTP errors
+//   ServiceCore     the service config, the listener and its guards, middleware, HTTP errors, the tracing backend
 //   Gateway         the Oblivious HTTP gateway
 //   LookupService   the Live Caller ID Lookup HTTP service (API, Privacy Pass, routes, LookupServer)
 //   LookupDeployment the embedded cluster behind the HTTP service
@@ -53,6 +53,8 @@ let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift
 let protobuf: Target.Dependency = .product(name: "SwiftProtobuf", package: "swift-protobuf")
 let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let unixSignals: Target.Dependency = .product(name: "UnixSignals", package: "swift-service-lifecycle")
+let tracing: Target.Dependency = .product(name: "Tracing", package: "swift-distributed-tracing")
+let otel: Target.Dependency = .product(name: "OTel", package: "swift-otel")
 
 let package = Package(
     name: "CallVeil",
@@ -98,6 +100,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.0"),
+        // OTLP over HTTP only: the gRPC exporter's packages are not built.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         .target(
@@ -153,7 +158,7 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "LookupEngine",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", deque, prometheus, protobuf],
+            dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", deque, prometheus, protobuf, tracing],
             swiftSettings: strict),
         .target(
             name: "LookupStorage",
@@ -172,7 +177,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LookupWorker",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupEngine", "ClusterTransport", "ZeroMQ", logging],
+            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupEngine", "ClusterTransport", "ZeroMQ", logging, tracing],
             swiftSettings: strict),
         .target(
             name: "ServiceCore",
@@ -187,20 +192,22 @@ let package = Package(
                            nioSSL,
                            logging,
                            serviceLifecycle,
-                           protobuf],
+                           protobuf,
+                           tracing,
+                           otel],
             swiftSettings: strict),
         .target(
             name: "Gateway",
             dependencies: ["ServiceCore", "LookupEngine", "LookupStorage", "ObliviousHTTP", asyncHTTPClient,
                            hummingbird, hummingbirdCore, httpTypes, nioCore, nioHTTP1, deque, logging,
-                           serviceLifecycle, crypto],
+                           serviceLifecycle, crypto, tracing],
             swiftSettings: strict),
         .target(
             name: "LookupService",
             dependencies: ["BFV", "PIR", "LookupProtocol", "URLFilter", "LookupEngine", "LookupStorage", "Reports",
                            "ServiceCore", "Gateway", "PrivacyPass", "CZlib", hummingbird, hummingbirdCore,
                            "ObliviousHTTP", deque, httpTypes, nioCore, logging, serviceLifecycle, unixSignals,
-                           protobuf],
+                           protobuf, tracing],
             swiftSettings: strict),
         .target(
             name: "LookupCoordinator",
@@ -210,7 +217,7 @@ let package = Package(
         .target(
             name: "LookupDeployment",
             dependencies: ["LookupEngine", "LookupStorage", "LookupService", "LookupCoordinator", "LookupWorker",
-                           "ZeroMQ", logging],
+                           "ZeroMQ", logging, tracing],
             swiftSettings: strict),
         .target(
             name: "LookupClient",
@@ -226,7 +233,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LoadGeneration",
-            dependencies: ["PIR", "LookupProtocol", "Dataset", "LookupClient"],
+            dependencies: ["PIR", "LookupProtocol", "Dataset", "LookupClient", hummingbird, serviceLifecycle, logging],
             path: "bench/LoadGeneration",
             swiftSettings: strict),
         .executableTarget(

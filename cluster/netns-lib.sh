@@ -1,6 +1,8 @@
 # Shared by cluster/netns-test.sh and cluster/chaos.sh (sourced, not run): network namespaces joined by a
 # bridge, the callveil binary, a cluster.yaml, workers started and killed, and waits on /healthz. Needs root.
-# The caller sets: ns (namespace names, the coordinator first), ips (their addresses), bridge, bridge_ip, tag.
+# The caller sets: ns (namespace names, the coordinator first), ips (their addresses), bridge, bridge_ip, tag; and
+# optionally server_pin (a command prefix for the cluster's processes, e.g. taskset -c 1) and worker_extra (more
+# `callveil worker` arguments).
 
 # CALLVEIL_BUILD=release builds and runs the release binary (benchmarks); the default is the debug build.
 netns_build() {
@@ -79,7 +81,7 @@ netns_cluster_yaml() {
 }
 
 netns_start_coordinator() {
-  ip netns exec "${ns[0]}" "$bin" coordinator --config "$work/cluster.yaml" --log-level warning 2>>"$work/coordinator.log" &
+  ${server_pin[@]+"${server_pin[@]}"} ip netns exec "${ns[0]}" "$bin" coordinator --config "$work/cluster.yaml" --log-level warning 2>>"$work/coordinator.log" &
   coordinator_pid=$!
   pids+=("$coordinator_pid")
   disown
@@ -88,8 +90,9 @@ netns_start_coordinator() {
 # netns_start_worker <id> <namespace>: a worker process with its own data directory (kept across restarts).
 netns_start_worker() {
   local w=$1 n=$2
-  ip netns exec "$n" "$bin" worker --coordinator "tcp://${ips[0]}:5555" --server-key "$coordinator_key" \
-    --key-file "$work/$w.key" --data-dir "$work/data-$w" --id "$w" --threads 1 --log-level warning 2>>"$work/$w.log" &
+  ${server_pin[@]+"${server_pin[@]}"} ip netns exec "$n" "$bin" worker --coordinator "tcp://${ips[0]}:5555" --server-key "$coordinator_key" \
+    --key-file "$work/$w.key" --data-dir "$work/data-$w" --id "$w" --threads 1 --log-level warning \
+    ${worker_extra[@]+"${worker_extra[@]}"} 2>>"$work/$w.log" &
   worker_pid[$w]=$!
   pids+=("$!")
   disown

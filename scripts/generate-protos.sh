@@ -22,7 +22,7 @@ trap 'rm -f "$mappings"' EXIT
   (cd "$base" && find . -name '*.proto' | sort | sed 's|^\./||; s|.*|  proto_file_path: "&"|')
   echo '}'
 } > "$mappings"
-for module in LookupProtocol Cluster URLFilter; do
+for module in LookupProtocol ClusterTransport URLFilter; do
   options=(--swift_opt=Visibility=Public --swift_opt=FileNaming=PathToUnderscores)
   [ "$module" = LookupProtocol ] || options+=(--swift_opt=ProtoPathModuleMappings="$mappings")
   src="$top/Sources/$module/proto"

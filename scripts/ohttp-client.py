@@ -6,7 +6,7 @@ Nothing here comes from CallVeil's Swift code: HPKE is pyhpke (RFC 9180), the AE
 and RFC 9292 framing is written out below from the RFCs, and `selftest` checks it against RFC 9458 Appendix A.
 
   selftest                      RFC 9458 Appendix A, byte for byte (request encapsulation and response opening)
-  make-cert DIR                 a self-signed certificate for 127.0.0.1 and localhost (DIR/cert.pem, DIR/key.pem)
+  make-cert DIR [IP ...]        a self-signed certificate for 127.0.0.1, localhost and the IPs given (DIR/cert.pem, DIR/key.pem)
   proxy --gateway URL --keys URL [--ca FILE] [--h2c] [--log FILE] [--authority NAME]
                                 an HTTP/1.1 listener on 127.0.0.1 (port printed as "listening PORT") that sends every
                                 request it receives through the gateway over HTTP/2, encapsulated, and answers with
@@ -197,7 +197,7 @@ def selftest():
     print("selftest ok: RFC 9458 Appendix A request and response, byte for byte")
 
 
-def make_cert(directory):
+def make_cert(directory, extra_ips=()):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "callveil-test")])
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -205,8 +205,9 @@ def make_cert(directory):
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]
+                                                       + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", *extra_ips)]),
+                           critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))
     with open(os.path.join(directory, "cert.pem"), "wb") as f:
@@ -320,6 +321,7 @@ def main():
     sub.add_parser("selftest")
     cert = sub.add_parser("make-cert")
     cert.add_argument("directory")
+    cert.add_argument("ips", nargs="*")
     p = sub.add_parser("proxy")
     p.add_argument("--gateway", required=True)
     p.add_argument("--keys", required=True)
@@ -332,7 +334,7 @@ def main():
     if args.command == "selftest":
         selftest()
     elif args.command == "make-cert":
-        make_cert(args.directory)
+        make_cert(args.directory, args.ips)
     else:
         serve(args)
 

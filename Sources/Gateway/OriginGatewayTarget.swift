@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import ObliviousHTTP
 import ServiceCore
+import Tracing
 
 /// The target of a stand-alone gateway: allow-listed origins over HTTP (HTTP/2 when an `https` origin offers
 /// it). The inner request's `:authority` picks the target; an authority no target names goes to the default
@@ -14,10 +15,14 @@ public final class OriginGatewayTarget: GatewayTarget {
     private let client: HTTPClient
     private let timeout: TimeAmount
     private let maxResponseBytes: Int
+    private let tracer: (any Tracer)?
 
-    /// A target over `targets` (checked by `ServiceConfig.Gateway.validate`).
-    public init(targets: [ServiceConfig.Gateway.Target], timeoutSeconds: Double = 30, maxResponseBytes: Int = 64 << 20) {
+    /// A target over `targets` (checked by `ServiceConfig.Gateway.validate`); with a `tracer`, each forwarded request
+    /// carries the gateway's trace context so the target's spans join it.
+    public init(targets: [ServiceConfig.Gateway.Target], timeoutSeconds: Double = 30, maxResponseBytes: Int = 64 << 20,
+                tracer: (any Tracer)? = nil) {
         self.targets = targets
+        self.tracer = tracer
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
@@ -37,6 +42,8 @@ public final class OriginGatewayTarget: GatewayTarget {
 
     static let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te",
                                         "content-length", "host"]
+    /// Trace context a phone's inner request may carry: never forwarded, the gateway's own goes instead.
+    static let traceFields: Set<String> = ["traceparent", "tracestate"]
 
     public func forward(_ inner: BinaryHTTPRequest, context: LookupRequestContext) async throws -> BinaryHTTPResponse {
         guard let origin = origin(for: inner.authority) else {
@@ -45,8 +52,11 @@ public final class OriginGatewayTarget: GatewayTarget {
         guard inner.path.hasPrefix("/") else { throw GatewayError(.badInnerRequest, "the inner request's path must start with /") }
         var request = HTTPClientRequest(url: origin + inner.path)
         request.method = HTTPMethod(rawValue: inner.method)
-        for field in inner.headers where !Self.hopByHop.contains(field.name) {
+        for field in inner.headers where !Self.hopByHop.contains(field.name) && !Self.traceFields.contains(field.name) {
             request.headers.add(name: field.name, value: field.value)
+        }
+        if let tracer, let context = ServiceContext.current {
+            tracer.inject(context, into: &request.headers, using: HTTPHeadersInjector())
         }
         request.body = .bytes(ByteBuffer(bytes: inner.content))
         let response: HTTPClientResponse

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Tracing
 import LookupEngine
 import LookupCoordinator
 import LookupService
@@ -15,12 +16,13 @@ public struct EmbeddedCluster: Sendable {
     public static let endpoint = "inproc://callveil-embedded"
     /// The shared ZeroMQ context (inproc needs one context).
     public let context: ZMQContext
-    /// The metrics the service and the cluster record into.
-    public let metrics = ServiceMetrics()
+    /// The metrics the service and the cluster record into (and their spans, when tracing is on).
+    public let metrics: ServiceMetrics
 
-    /// A new embedded cluster.
-    public init() throws {
+    /// A new embedded cluster, tracing into `tracer` when given.
+    public init(tracer: (any Tracer)? = nil) throws {
         context = try ZMQContext()
+        metrics = ServiceMetrics(tracer: tracer)
     }
 
     /// The executor factory for `LookupServer`: a coordinator bound to the in-process endpoint, one copy per shard.

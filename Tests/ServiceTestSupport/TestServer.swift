@@ -27,8 +27,9 @@ public struct TestServer: Sendable {
     }
 
     /// Starts a service from a config file on an ephemeral port.
-    public static func start(configPath: String, makeExecutor: (@Sendable (ExecutorEnvironment) throws -> any ShardExecutor)? = nil) async throws -> TestServer {
-        let server = try await LookupServer(configPath: configPath, makeExecutor: makeExecutor, logger: logger)
+    public static func start(configPath: String, makeExecutor: (@Sendable (ExecutorEnvironment) throws -> any ShardExecutor)? = nil,
+                             metrics: ServiceMetrics? = nil) async throws -> TestServer {
+        let server = try await LookupServer(configPath: configPath, pool: nil, metrics: metrics, makeExecutor: makeExecutor, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()
         let app = try server.makeApplication(host: "127.0.0.1", port: 0, onAdminRunning: { adminContinuation.yield($0) }) { port in

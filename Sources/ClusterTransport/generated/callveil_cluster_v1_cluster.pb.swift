@@ -408,6 +408,10 @@ public nonisolated struct Callveil_Cluster_V1_QueryRequest: Sendable {
   /// Clears the value of `inlineKey`. Subsequent reads from it will return its default value.
   public mutating func clearInlineKey() {self._inlineKey = nil}
 
+  /// The coordinator's span of this hop in W3C Trace Context fields (traceparent, tracestate) when tracing is on,
+  /// so the worker's spans join the request's trace. Nothing else may be carried here.
+  public var traceContext: Dictionary<String,String> = [:]
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1167,7 +1171,7 @@ nonisolated extension Callveil_Cluster_V1_Heartbeat: SwiftProtobuf.Message, Swif
 
 nonisolated extension Callveil_Cluster_V1_QueryRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".QueryRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shard\0\u{1}query\0\u{1}user\0\u{3}key_identifier\0\u{3}key_timestamp\0\u{3}inline_key\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shard\0\u{1}query\0\u{1}user\0\u{3}key_identifier\0\u{3}key_timestamp\0\u{3}inline_key\0\u{3}trace_context\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1181,6 +1185,7 @@ nonisolated extension Callveil_Cluster_V1_QueryRequest: SwiftProtobuf.Message, S
       case 4: try { try decoder.decodeSingularBytesField(value: &self.keyIdentifier) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self.keyTimestamp) }()
       case 6: try { try decoder.decodeSingularMessageField(value: &self._inlineKey) }()
+      case 7: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.traceContext) }()
       default: break
       }
     }
@@ -1209,6 +1214,9 @@ nonisolated extension Callveil_Cluster_V1_QueryRequest: SwiftProtobuf.Message, S
     try { if let v = self._inlineKey {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
     } }()
+    if !self.traceContext.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: self.traceContext, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1219,6 +1227,7 @@ nonisolated extension Callveil_Cluster_V1_QueryRequest: SwiftProtobuf.Message, S
     if lhs.keyIdentifier != rhs.keyIdentifier {return false}
     if lhs.keyTimestamp != rhs.keyTimestamp {return false}
     if lhs._inlineKey != rhs._inlineKey {return false}
+    if lhs.traceContext != rhs.traceContext {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

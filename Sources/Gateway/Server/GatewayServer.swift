@@ -7,6 +7,7 @@ import LookupStorage
 import NIOCore
 import ServiceCore
 import ServiceLifecycle
+import Tracing
 
 /// `callveil gateway`: a stand-alone Oblivious HTTP gateway in front of lookup services on other hosts. It
 /// publishes its key configurations, opens encapsulated requests and forwards them to the allow-listed targets
@@ -27,14 +28,14 @@ public final class GatewayServer: Sendable {
     private let logger: Logger
 
     /// Reads the config (its `gateway` section must name targets), opens the key store and makes the keys current.
-    public init(configPath: String, logger: Logger) async throws {
+    public init(configPath: String, tracer: (any Tracer)? = nil, logger: Logger) async throws {
         let config = try ServiceConfig.load(path: configPath)
         guard let settings = config.gateway, let targets = settings.targets, !targets.isEmpty else {
             throw ConfigError("\(configPath): a stand-alone gateway needs gateway.targets")
         }
         self.settings = settings
         http = config.http ?? .init()
-        metrics = ServiceMetrics()
+        metrics = ServiceMetrics(tracer: tracer)
         if let database = config.database {
             let databaseSettings = try database.settings()
             sharedStore = try await PostgresStore.connect(databaseSettings, sealing: try StoreSealing.load(path: database.keyEncryptionKeyFile ?? "store.kek"),
@@ -44,7 +45,7 @@ public final class GatewayServer: Sendable {
         }
         keys = try settings.makeKeyRing(shared: sharedStore != nil)
         replay = settings.makeReplayCache()
-        target = OriginGatewayTarget(targets: targets, timeoutSeconds: settings.targetTimeoutSeconds ?? 30)
+        target = OriginGatewayTarget(targets: targets, timeoutSeconds: settings.targetTimeoutSeconds ?? 30, tracer: tracer)
         self.logger = logger
         try await ensureKeys()
     }

@@ -7,7 +7,7 @@ import LookupWorker
 extension ClusterCoordinator {
     public func execute(_ query: ShardQuery) async throws -> ProtoPIRResponse {
         let shard = ShardKey(useCase: query.useCase, configID: query.configID, shard: query.shardIndex)
-        let request = query.wireRequest
+        var request = query.wireRequest
         var tried = Set<String>()
         let deadline = ContinuousClock.now + options.requestTimeout
         for _ in 0..<options.maxAttempts {
@@ -24,16 +24,22 @@ extension ClusterCoordinator {
             }
             guard case .reserved(let worker, let id) = choice else { break }
             tried.insert(worker)
-            let sent = ContinuousClock.now
+            let hop = options.metrics?.beginStage(.clusterRoundTrip)
+            request.traceContext = hop?.traceCarrier ?? [:]
             do {
                 let response = try await call(worker: worker, id: id, request: request)
-                options.metrics?.recordStage(.clusterRoundTrip, .now - sent)
+                hop?.end()
                 return response
             } catch let failure as WorkerFailure {
+                hop?.end(failed: true)
                 logger.warning("retrying a query on another replica", metadata: ["shard": "\(shard)", "worker": .string(worker),
                                                                                  "reason": .string(failure.reason)])
             } catch is WorkerLost {
+                hop?.end(failed: true)
                 continue  // lost or restarted before answering: the next replica
+            } catch {
+                hop?.end(failed: true)
+                throw error
             }
         }
         throw EngineError(.unavailable, "No replica of shard \(shard.shard) is available; retry later")

@@ -1,6 +1,7 @@
 import Dispatch
 import PIR
 import Synchronization
+import Tracing
 
 /// Runs homomorphic work off the Swift concurrency pool and the HTTP event loops: at most `width` jobs at a time
 /// (each job itself spreads over the PIR core's threads), the rest waiting in a bounded queue per lane. A job
@@ -50,6 +51,8 @@ public final class ComputePool: Sendable {
         let owner: String
         let deadline: ContinuousClock.Instant
         let enqueued = ContinuousClock.now
+        /// The submitting request's trace context: the slot's thread has no task-local one.
+        let context = ServiceContext.current
         let body: @Sendable () -> Void
         let fail: @Sendable (ComputePoolError) -> Void
         let cancelled = Atomic<Bool>(false)
@@ -76,14 +79,8 @@ public final class ComputePool: Sendable {
         var expired = 0
         var cancelled = 0
         var unreachable = 0
-        /// Mean time a query job holds its slot (exponentially weighted), and how many jobs it is drawn from.
-        var queryService: Duration = .zero
-        var queryServiceSamples = 0
-
-        mutating func recordService(_ held: Duration) {
-            queryService = queryServiceSamples == 0 ? held : queryService + (held - queryService) * 0.2
-            queryServiceSamples += 1
-        }
+        /// Mean time a query job holds its slot.
+        var queryHold = MeanHold()
 
         mutating func count(_ reason: ComputePoolError) {
             switch reason.code {
@@ -148,12 +145,9 @@ public final class ComputePool: Sendable {
     /// job holds its slot that the estimate uses (nil until enough jobs have run).
     public var admission: (unreachable: Int, meanService: Duration?) {
         state.withLock { s in
-            (s.unreachable, s.queryServiceSamples >= Self.samplesBeforeEstimating ? s.queryService : nil)
+            (s.unreachable, s.queryHold.trusted)
         }
     }
-
-    /// Query jobs that must have run before their mean time is trusted for refusing by deadline.
-    static let samplesBeforeEstimating = 8
 
     private func submit(_ job: Job) {
         enum Outcome { case start, queued(pushedOut: Job?), refused, unreachable }
@@ -162,15 +156,12 @@ public final class ComputePool: Sendable {
                 s.running[job.lane.rawValue] += 1
                 return .start
             }
-            if job.lane == .query, s.queryServiceSamples >= Self.samplesBeforeEstimating {
-                // Refused now rather than queued to time out: the jobs ahead of it, served in turn by `width` slots,
-                // would keep it waiting past its deadline.
-                let ahead = s.waiting[job.lane.rawValue].ahead(of: job.owner)
-                let wait = s.queryService * (Double(ahead + 1) / Double(width))
-                if ContinuousClock.now + wait > job.deadline {
-                    s.unreachable += 1
-                    return .unreachable
-                }
+            // Refused now rather than queued to time out: the jobs ahead of it, served in turn by `width` slots,
+            // would keep it waiting past its deadline.
+            if job.lane == .query, let wait = s.queryHold.wait(of: job.owner, in: s.waiting[job.lane.rawValue], slots: width),
+               ContinuousClock.now + wait > job.deadline {
+                s.unreachable += 1
+                return .unreachable
             }
             var pushedOut: Job?
             if s.queued(job.lane) >= (job.lane == .query ? limits.queryQueue : limits.keyQueue) {
@@ -205,11 +196,12 @@ public final class ComputePool: Sendable {
                 job.fail(reason)
             } else {
                 let start = ContinuousClock.now
-                metrics?.recordStage(job.lane == .query ? .queueWait : .keyQueueWait, start - job.enqueued)
+                metrics?.recordStage(job.lane == .query ? .queueWait : .keyQueueWait, start - job.enqueued, endingAt: start,
+                                     context: job.context)
                 job.body()
                 if job.lane == .query {
                     let held = ContinuousClock.now - start
-                    state.withLock { $0.recordService(held) }
+                    state.withLock { $0.queryHold.add(held) }
                 }
             }
             finished(job.lane)

@@ -121,14 +121,14 @@ public final class LocalShardExecutor: ShardExecutor {
         let key = try await evaluationKey(request.key, context: context, deadline: deadline)
         try Task.checkCancellation()
         let query = request.query
-        let (response, computed) = try await pool.run(owner: owner, deadline: deadline) {
+        let (response, start, end) = try await pool.run(owner: owner, deadline: deadline) {
             let start = ContinuousClock.now  // on the slot: the wait for it is `queue_wait`
             let ciphertexts = try query.native(context: context)
             let replies = try server.computeResponse(query: ciphertexts, pirCalls: Int(query.numPirCalls), evaluationKey: key)
-            return (ProtoPIRResponse(replies: replies), ContinuousClock.now - start)
+            return (ProtoPIRResponse(replies: replies), start, ContinuousClock.now)
         }
-        metrics?.recordCompute(useCase: request.useCase, duration: computed)
-        metrics?.recordStage(.compute, computed)
+        metrics?.recordCompute(useCase: request.useCase, duration: end - start)
+        metrics?.recordStage(.compute, end - start, endingAt: end)  // the span where it ran, not where the task resumed
         return response
     }
 

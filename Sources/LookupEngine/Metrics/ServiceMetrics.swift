@@ -1,5 +1,6 @@
 import CoreMetrics
 import Prometheus
+import Tracing
 
 /// The service's metrics (swift-metrics API, exported in Prometheus text format at `GET /metrics`): HTTP
 /// requests and latencies per route and status, PIR compute time per use case, keys stored.
@@ -10,10 +11,13 @@ public final class ServiceMetrics: Sendable {
     private let keysStored: CoreMetrics.Gauge
     private let keyBytesStored: CoreMetrics.Gauge
     private let keysEvicted: CoreMetrics.Counter
+    /// Where request and stage spans go when tracing is on (OpenTelemetry, `ServiceMetrics+Tracing.swift`); nil: off.
+    public let tracer: (any Tracer)?
 
-    /// Metrics in a registry of their own (several services in one process do not mix).
-    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    /// Metrics in a registry of their own (several services in one process do not mix), and spans into `tracer`.
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), tracer: (any Tracer)? = nil) {
         self.registry = registry
+        self.tracer = tracer
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
             .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
@@ -40,10 +44,13 @@ public final class ServiceMetrics: Sendable {
             .recordNanoseconds(Self.nanoseconds(duration))
     }
 
-    /// Records the time one lookup spent in `stage` (`callveil_lookup_stage_seconds`).
-    public func recordStage(_ stage: LookupStage, _ duration: Duration) {
+    /// Records the time one lookup spent in `stage` (`callveil_lookup_stage_seconds`), the `duration` up to `end`;
+    /// when tracing is on, also a span of that interval under `context` (the request's, by default the task's).
+    public func recordStage(_ stage: LookupStage, _ duration: Duration, endingAt end: ContinuousClock.Instant = .now,
+                            context: ServiceContext? = ServiceContext.current) {
         CoreMetrics.Timer(label: "callveil_lookup_stage_seconds", dimensions: [("stage", stage.rawValue)], factory: factory)
             .recordNanoseconds(Self.nanoseconds(duration))
+        if tracer != nil, let context { recordSpan(stage.rawValue, from: end - duration, to: end, context: context) }
     }
 
     /// Records a refused request by reason class (for alerting on bad clients).

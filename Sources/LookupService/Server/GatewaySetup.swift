@@ -4,6 +4,7 @@ import Logging
 import LookupEngine
 import LookupStorage
 import ServiceCore
+import Tracing
 
 /// The Oblivious HTTP gateway as one server runs it, when it is on: its settings as read at start, its keys and
 /// replay cache, and the origins it forwards to (else it answers in-process).
@@ -18,12 +19,13 @@ public struct GatewaySetup: Sendable {
     let origin: OriginGatewayTarget?
 
     /// The gateway `config` turns on (nil when it is off).
-    init?(config: ServiceConfig, shared: PostgresStore?) throws {
+    init?(config: ServiceConfig, shared: PostgresStore?, tracer: (any Tracer)?) throws {
         guard let settings = config.gateway, settings.enabled ?? true else { return nil }
         self.settings = settings
         keys = try settings.makeKeyRing(shared: shared != nil)
         replay = settings.makeReplayCache()
-        origin = settings.targets.flatMap { $0.isEmpty ? nil : OriginGatewayTarget(targets: $0, timeoutSeconds: settings.targetTimeoutSeconds ?? 30) }
+        origin = settings.targets.flatMap { $0.isEmpty ? nil : OriginGatewayTarget(targets: $0, timeoutSeconds: settings.targetTimeoutSeconds ?? 30,
+                                                                                      tracer: tracer) }
     }
 
     /// Adds the key configurations and the encapsulated-request endpoint to `router`; requests are answered by

@@ -115,7 +115,7 @@ public actor LookupServer {
         perUser = PerUserLimitMiddleware(limit: http.maxRequestsPerUser ?? 4)
         privacyPass = try PrivacyPassSetup(config: config, shared: shared, logger: logger)
         feeds = try ProviderFeeds(config: config, shared: shared)
-        gateway = try GatewaySetup(config: config, shared: shared)
+        gateway = try GatewaySetup(config: config, shared: shared, tracer: metrics.tracer)
         _ = try await apply(config, failFast: true)
         try await ensureGatewayKeys()
         metrics.recordKeyStore(try await store.usage())

@@ -26,6 +26,19 @@ public enum ClusterLimits {
     /// Credit a worker may claim.
     public static let creditRange = 1...256
 
+    /// Longest `traceparent` or `tracestate` field a query may carry (W3C Trace Context caps tracestate at 512).
+    public static let maxTraceFieldBytes = 512
+
+    /// The trace context fields of a query if they are only W3C Trace Context's two, printable and bounded; nil
+    /// otherwise (a bad context loses the trace, never the query).
+    public static func traceCarrier(_ fields: [String: String]) -> [String: String]? {
+        guard fields.count <= 2, fields.allSatisfy({ key, value in
+            (key == "traceparent" || key == "tracestate") && value.utf8.count <= maxTraceFieldBytes
+                && value.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7f }
+        }) else { return nil }
+        return fields
+    }
+
     /// Whether a worker id is acceptable (printable ASCII without spaces or quotes, bounded).
     public static func isValidWorkerID(_ id: String) -> Bool {
         let bytes = Array(id.utf8)

@@ -3,6 +3,7 @@ import ClusterTransport
 import Foundation
 import LookupEngine
 import LookupProtocol
+import Tracing
 
 extension ClusterWorker {
     /// Answers a query in a task of its own, registered under its link and request id (on the socket's thread, so
@@ -32,7 +33,7 @@ extension ClusterWorker {
            executor.holds(useCase: key.useCase, configID: key.configID, index: key.shard) {
             do {
                 reply.response = try await Self.$queryLink.withValue(link) {
-                    try await executor.execute(ShardQuery(wire: request, shard: key))
+                    try await traced(request, shard: key) { try await executor.execute(ShardQuery(wire: request, shard: key)) }
                 }
                 reply.sha256 = Data(sha)
             } catch {
@@ -46,6 +47,20 @@ extension ClusterWorker {
             $0.requestID = id
             $0.reply = reply
         }, link: link)
+    }
+
+    /// Runs `body` in a span continuing the coordinator's hop when the query carries a trace context and tracing
+    /// is on here; the engine's stages (key fetch, queue wait, compute) become its children.
+    private func traced<T: Sendable>(_ request: Callveil_Cluster_V1_QueryRequest, shard: ShardKey,
+                                     _ body: () async throws -> T) async throws -> T {
+        guard let metrics = options.metrics, let tracer = metrics.tracer,
+              let carrier = ClusterLimits.traceCarrier(request.traceContext),
+              let context = metrics.traceContext(from: carrier) else { return try await body() }
+        return try await tracer.withSpan("worker_query", context: context, ofKind: .server) { span in
+            span.attributes["callveil.usecase"] = shard.useCase
+            span.attributes["callveil.shard"] = Int(shard.shard)
+            return try await body()
+        }
     }
 
     /// Drops parsed keys uploaded before the coordinator's expiry cutoff (level-triggered: the Hello reports the

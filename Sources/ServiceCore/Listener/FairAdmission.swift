@@ -47,14 +47,10 @@ public final class FairAdmission: Sendable {
         var inUse = 0
         /// Slots held per owner.
         var held: [String: Int] = [:]
-        /// Mean time a request holds its slot (exponentially weighted), and how many requests it is drawn from.
-        var meanHold: Duration = .zero
-        var samples = 0
+        /// Mean time a request holds its slot.
+        var hold = MeanHold()
         var refused: [Refusal: Int] = [:]
     }
-
-    /// Requests that must have held a slot before their mean time is trusted for refusing by estimate.
-    static let samplesBeforeEstimating = 8
 
     /// A gate with `limits`; waits and refusals are recorded into `metrics`.
     public init(limits: Limits, metrics: ServiceMetrics? = nil) {
@@ -65,7 +61,7 @@ public final class FairAdmission: Sendable {
     /// Requests past the gate, waiting, refused so far by reason, and the mean time a request holds its slot once
     /// known (for metrics and tests).
     public var snapshot: (inUse: Int, waiting: Int, refused: [Refusal: Int], meanHold: Duration?) {
-        state.withLock { ($0.inUse, $0.queue.count, $0.refused, $0.samples >= Self.samplesBeforeEstimating ? $0.meanHold : nil) }
+        state.withLock { ($0.inUse, $0.queue.count, $0.refused, $0.hold.trusted) }
     }
 
     /// Refuses `owner`'s request at once (503 with `Retry-After`) when its turn would come after `maxWait` now: the
@@ -74,12 +70,10 @@ public final class FairAdmission: Sendable {
     public func precheck(owner: String) throws {
         let refused = state.withLock { s -> Bool in
             guard s.inUse >= limits.slots || s.queue.count > 0, estimateExceeds(owner: owner, s) else { return false }
-            s.refused[.estimate, default: 0] += 1
+            count(.estimate, &s)
             return true
         }
-        guard refused else { return }
-        metrics?.increment("callveil_admission_refusals_total", dimensions: [("reason", Refusal.estimate.rawValue)])
-        throw Self.error(.estimate)
+        if refused { throw Self.error(.estimate) }
     }
 
     /// Whether `owner`'s turn, behind the turns ahead of it, would come after `maxWait`. Never for an owner with
@@ -87,9 +81,10 @@ public final class FairAdmission: Sendable {
     /// owner's, so it waits, and only the wait itself (`maxWait`) or a full queue refuses it. False until the mean
     /// hold is known.
     private func estimateExceeds(owner: String, _ s: State) -> Bool {
-        guard s.samples >= Self.samplesBeforeEstimating, s.held[owner, default: 0] > 0 || s.queue.has(owner) else { return false }
-        let ahead = s.queue.ahead(of: owner)
-        return s.meanHold * (Double(ahead + 1) / Double(limits.slots)) > limits.maxWait
+        guard s.held[owner, default: 0] > 0 || s.queue.has(owner), let wait = s.hold.wait(of: owner, in: s.queue, slots: limits.slots) else {
+            return false
+        }
+        return wait > limits.maxWait
     }
 
     /// Runs `body` once `owner` has a slot, then frees it; throws `LookupError` 503 with `Retry-After` when refused.
@@ -150,17 +145,21 @@ public final class FairAdmission: Sendable {
     }
 
     private func refuse(_ waiter: Waiter, _ reason: Refusal, _ s: inout State) {
+        count(reason, &s)
+        waiter.resolve(.failure(Self.error(reason)))
+    }
+
+    /// Counts a refusal, in the snapshot and the metric.
+    private func count(_ reason: Refusal, _ s: inout State) {
         s.refused[reason, default: 0] += 1
         metrics?.increment("callveil_admission_refusals_total", dimensions: [("reason", reason.rawValue)])
-        waiter.resolve(.failure(Self.error(reason)))
     }
 
     /// Fails `waiter` for `reason` unless it was resolved already; whether it was this call that resolved it.
     @discardableResult
     private func fail(_ waiter: Waiter, _ reason: Refusal) -> Bool {
         guard waiter.resolve(.failure(Self.error(reason))) else { return false }
-        state.withLock { $0.refused[reason, default: 0] += 1 }
-        metrics?.increment("callveil_admission_refusals_total", dimensions: [("reason", reason.rawValue)])
+        state.withLock { count(reason, &$0) }
         return true
     }
 
@@ -174,8 +173,7 @@ public final class FairAdmission: Sendable {
     /// A slot is free: it passes to the next waiter still waiting, in round-robin order.
     private func leave(owner: String, held: Duration) {
         state.withLock { s in
-            s.meanHold = s.samples == 0 ? held : s.meanHold + (held - s.meanHold) * 0.2
-            s.samples += 1
+            s.hold.add(held)
             let left = s.held[owner, default: 1] - 1
             s.held[owner] = left > 0 ? left : nil
             while let next = s.queue.popFirst() {

@@ -29,8 +29,7 @@ public struct FairAdmissionMiddleware: RouterMiddleware {
         switch step {
         case .precheck:
             // An invalid header is refused by UserIdentifierMiddleware later; here it is the anonymous owner.
-            let header = request.headers[UserIdentifierMiddleware.header] ?? ""
-            try gate.precheck(owner: header.utf8.count <= UserIdentifierMiddleware.maxLength ? header : "")
+            try gate.precheck(owner: UserIdentifierMiddleware.plausible(in: request) ?? "")
             return try await next(request, context)
         case .turn:
             return try await gate.admit(owner: context.userIdentifier ?? "") { try await next(request, context) }

@@ -18,10 +18,7 @@ public struct PerUserLimitMiddleware: RouterMiddleware {
     public func handle(_ request: Request, context: LookupRequestContext,
                        next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
         // A missing or invalid header is refused by UserIdentifierMiddleware later; it is not counted here.
-        guard let user = request.headers[UserIdentifierMiddleware.header], !user.isEmpty,
-              user.utf8.count <= UserIdentifierMiddleware.maxLength else {
-            return try await next(request, context)
-        }
+        guard let user = UserIdentifierMiddleware.plausible(in: request) else { return try await next(request, context) }
         let limit = self.limit
         let admitted = counts.value.withLock { counts in
             guard counts[user, default: 0] < limit else { return false }

@@ -18,8 +18,16 @@ public struct RequestObserverMiddleware: RouterMiddleware {
 
     public func handle(_ request: Request, context: LookupRequestContext,
                        next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
-        let start = ContinuousClock.now
         let route = Self.routes.contains(request.uri.path) ? request.uri.path : "other"
+        guard let tracer = metrics.tracer else { return try await observe(request, context: context, route: route, next: next) }
+        return try await traced(request, route: route, tracer: tracer) {
+            try await observe(request, context: context, route: route, next: next)
+        }
+    }
+
+    private func observe(_ request: Request, context: LookupRequestContext, route: String,
+                         next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
         do {
             let response = try await next(request, context)
             metrics.recordRequest(route: route, status: Int(response.status.code), duration: ContinuousClock.now - start)

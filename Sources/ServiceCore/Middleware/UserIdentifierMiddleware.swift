@@ -11,6 +11,13 @@ public struct UserIdentifierMiddleware: RouterMiddleware {
     /// The middleware.
     public init() {}
 
+    /// The header's value when present and not too long, for the limits that run before it is checked in full; nil
+    /// otherwise (this middleware refuses it later).
+    public static func plausible(in request: Request) -> String? {
+        guard let value = request.headers[header], !value.isEmpty, value.utf8.count <= maxLength else { return nil }
+        return value
+    }
+
     public func handle(_ request: Request, context: LookupRequestContext,
                        next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
         guard let value = request.headers[Self.header], !value.isEmpty else {

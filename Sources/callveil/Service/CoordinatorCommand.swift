@@ -22,7 +22,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try bootstrapLogging(logLevel)
         let cluster = try ClusterConfig.load(path: config)
-        let metrics = ServiceMetrics()
+        let tracing = try tracingFromEnvironment(serviceName: "callveil-coordinator", logger: logger)
+        let metrics = ServiceMetrics(tracer: tracing?.tracer)
         var options = try cluster.coordinatorOptions(path: config)
         options.metrics = metrics
         let context = try ZMQContext()
@@ -42,7 +43,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         }) { port in
             logger.info("coordinator listening", metadata: ["http": .string("http://\(host):\(port)"), "workers": .string(cluster.bind)])
         }
-        try await app.runService()
+        try await runUntilSignalled(app, tracing: tracing, logger: logger)
         await server.executor.stop()
         await server.shutdownGateway()
     }

@@ -32,7 +32,8 @@ struct GatewayCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try bootstrapLogging(logLevel)
-        let gateway = try await GatewayServer(configPath: config, logger: logger)
+        let tracing = try tracingFromEnvironment(serviceName: "callveil-gateway", logger: logger)
+        let gateway = try await GatewayServer(configPath: config, tracer: tracing?.tracer, logger: logger)
         let host = self.host, scheme = gateway.http.protocol == "tls" ? "https" : "http"
         let app = try gateway.makeApplication(host: host, port: port, onAdminRunning: { port in
             logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(gateway.http.adminHost ?? "127.0.0.1"):\(port)")])
@@ -42,7 +43,7 @@ struct GatewayCommand: AsyncParsableCommand {
                 "keys": .string(gateway.settings.keysPath), "requests": .string(gateway.settings.gatewayPath),
             ])
         }
-        try await app.runService()
+        try await runUntilSignalled(app, tracing: tracing, logger: logger)
         await gateway.shutdown()
     }
 }

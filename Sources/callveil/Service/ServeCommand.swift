@@ -32,7 +32,8 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try bootstrapLogging(logLevel)
         guard workers >= 0, workers <= 64 else { throw ValidationError("--workers must be in 0...64") }
-        let cluster = try EmbeddedCluster()
+        let tracing = try tracingFromEnvironment(serviceName: "callveil", logger: logger)
+        let cluster = try EmbeddedCluster(tracer: tracing?.tracer)
         let dataDirectory = URL(fileURLWithPath: config).deletingLastPathComponent().appendingPathComponent("embedded-workers").path
         let (server, embedded) = try await cluster.startServer(configPath: config, workers: workers, threads: nil,
                                                                dataDirectory: dataDirectory, logger: logger)
@@ -43,7 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
         }) { port in
             logger.info("listening", metadata: ["url": .string("http://\(host):\(port)"), "workers": "\(workerCount)"])
         }
-        try await app.runService()
+        try await runUntilSignalled(app, tracing: tracing, logger: logger)
         for worker in embedded { worker.stop() }
         await server.executor.stop()
         await server.shutdownGateway()

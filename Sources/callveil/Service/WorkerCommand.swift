@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import LookupCoordinator
+import LookupEngine
 import LookupService
 import LookupWorker
 import ServiceCore
@@ -80,6 +81,11 @@ struct WorkerCommand: AsyncParsableCommand {
             }
             options.curve = (try CurveKeyFile.read(keyFile), endpoints.map { $0.serverKey ?? serverKey[0] })
         }
+        // With tracing on, the worker's spans of each query continue the coordinator's (the query carries its context).
+        let tracing = try tracingFromEnvironment(serviceName: "callveil-worker", logger: logger)
+        if let tracing { options.metrics = ServiceMetrics(tracer: tracing.tracer) }
+        let exporter = tracing.map { ServiceGroup(configuration: .init(services: [$0.service], logger: logger)) }
+        let exporting = exporter.map { group in Task { try await group.run() } }
         let context = try ZMQContext()
         let worker = try ClusterWorker(context: context, options: options, logger: logger)
         logger.info("worker started", metadata: ["id": .string(options.workerID),
@@ -89,5 +95,7 @@ struct WorkerCommand: AsyncParsableCommand {
             break
         }
         worker.stop()
+        await exporter?.triggerGracefulShutdown()  // after the worker: its last spans are sent
+        _ = try? await exporting?.value
     }
 }

@@ -10,11 +10,13 @@ import Testing
 /// queries go before key parsing, key parsing keeps to its share, and cancelled callers' work never runs.
 @Suite("Compute pool admission")
 struct ComputePoolTests {
-    /// A job that holds its slot until `release` is signalled.
+    /// A job that holds its slot until `release` is signalled. Its own deadline is far off: with the pool's (100 ms
+    /// in the deadline tests) a holder that started late on a busy machine was dropped, and the test waited forever
+    /// for it to start.
     static func hold(_ pool: ComputePool, lane: ComputePool.Lane = .query, release: DispatchSemaphore, started: DispatchSemaphore? = nil)
         -> Task<Void, any Error> {
         Task {
-            try await pool.run(lane: lane) {
+            try await pool.run(lane: lane, deadline: .now + .seconds(60)) {
                 started?.signal()
                 release.wait()
             }
@@ -43,9 +45,11 @@ struct ComputePoolTests {
         return (pool, release, holder, ran, waiting)
     }
 
-    /// Waits (off the concurrency pool) until `semaphore` is signalled.
+    /// Waits (off the concurrency pool) until `semaphore` is signalled; a wait of over 30 s fails the test instead of
+    /// hanging it.
     static func wait(_ semaphore: DispatchSemaphore) async {
-        await offPool { semaphore.wait() }
+        let signalled = await offPool { semaphore.wait(timeout: .now() + 30) == .success }
+        #expect(signalled, "a job the test waits for never started")
     }
 
     /// Polls until the pool reports `count` jobs queued in `lane`.

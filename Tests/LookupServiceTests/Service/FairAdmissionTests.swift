@@ -89,7 +89,7 @@ struct FairAdmissionTests {
     func refusedByEstimate() async throws {
         let gate = FairAdmission(limits: .init(slots: 1, maxWait: .seconds(3)))
         // Requests that each held the slot at least 300 ms: the gate now knows a turn's length.
-        for _ in 0..<FairAdmissionTestsSupport.samples {
+        for _ in 0..<MeanHold.trustedAfter {
             try await gate.admit(owner: "warm") { try await Task.sleep(for: .milliseconds(300)) }
         }
         print("fair gate: mean hold after the warm-up \(String(describing: gate.snapshot.meanHold))")
@@ -156,9 +156,4 @@ struct FairAdmissionTests {
         #expect(order.all == ["a", "d"])
         #expect(gate.snapshot.inUse == 0)
     }
-}
-
-enum FairAdmissionTestsSupport {
-    /// Requests a gate must have seen before it refuses by estimate.
-    static let samples = 8
 }

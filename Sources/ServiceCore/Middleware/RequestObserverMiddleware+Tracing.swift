@@ -1,0 +1,26 @@
+import HTTPTypes
+import Hummingbird
+import Tracing
+
+extension RequestObserverMiddleware {
+    /// Runs the request in a server span named by its method and route (a bounded set), continuing a trace context
+    /// the caller sent (`traceparent`); the stages the request passes through are its children.
+    func traced(_ request: Request, route: String, tracer: any Tracer,
+                _ body: () async throws -> Response) async throws -> Response {
+        var parent = ServiceContext.current ?? .topLevel
+        tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
+        return try await tracer.withSpan("\(request.method.rawValue) \(route)", context: parent, ofKind: .server) { span in
+            span.attributes["http.request.method"] = request.method.rawValue
+            span.attributes["http.route"] = route
+            do {
+                let response = try await body()
+                span.attributes["http.response.status_code"] = Int(response.status.code)
+                return response
+            } catch let error as HTTPError {
+                span.attributes["http.response.status_code"] = Int(error.status.code)
+                if error.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+                throw error
+            }
+        }
+    }
+}
