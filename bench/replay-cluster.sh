@@ -19,8 +19,8 @@ cd "$top"
 source cluster/netns-lib.sh
 tag=replay-cluster
 ns=(rccoord rcw1 rcw2)
-ips=(10.79.0.1 10.79.0.2 10.79.0.3)
-bridge=rcbr0 bridge_ip=10.79.0.254
+ips=(10.80.0.1 10.80.0.2 10.80.0.3)  # apart from the netns tests' (10.77-10.79)
+bridge=rcbr0 bridge_ip=10.80.0.254
 phones=${REPLAY_PHONES:-20000}
 keys=${REPLAY_KEYS:-100}
 rows=${REPLAY_ROWS:-20000}
@@ -51,8 +51,9 @@ if [ ! -f "$state/dataset/identities.csv" ]; then
   "$bin" build-db --input "$state/dataset/identities.csv" --output "$state/dataset" > /dev/null
   "$bin" process-db --input "$state/dataset/block.binpb" --output "$state/dataset/block" > /dev/null 2>&1
   "$bin" process-db --input "$state/dataset/identity.binpb" --output "$state/dataset/identity" > /dev/null 2>&1
-  "$python" scripts/ohttp-client.py make-cert "$state" "${ips[0]}" > /dev/null
 fi
+# The coordinator's certificate names its address (made anew each run: a kept state may come from other addresses).
+"$python" scripts/ohttp-client.py make-cert "$state" "${ips[0]}" > /dev/null
 # The coordinator's service config: the demo's use cases on the dataset, TLS with the gateway on the public port,
 # the admin listener where the root namespace reaches it; the issuer and gateway keys kept with the workload.
 "$python" - "$state" "$work" "${ips[0]}" <<'PY'
