@@ -4,11 +4,18 @@ import Tracing
 
 extension RequestObserverMiddleware {
     /// Runs the request in a server span named by its method and route (a bounded set), continuing a trace context
-    /// the caller sent (`traceparent`); the stages the request passes through are its children.
+    /// the caller sent (`traceparent`); the stages the request passes through are its children. A request inside
+    /// another (the gateway's inner request) is its child, and trace context the phone put in it is ignored.
     func traced(_ request: Request, route: String, tracer: any Tracer,
                 _ body: () async throws -> Response) async throws -> Response {
-        var parent = ServiceContext.current ?? .topLevel
-        tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
+        let parent: ServiceContext
+        if let current = ServiceContext.current {
+            parent = current
+        } else {
+            var context = ServiceContext.topLevel
+            tracer.extract(request.headers, into: &context, using: HTTPFieldsExtractor())
+            parent = context
+        }
         return try await tracer.withSpan("\(request.method.rawValue) \(route)", context: parent, ofKind: .server) { span in
             span.attributes["http.request.method"] = request.method.rawValue
             span.attributes["http.route"] = route
