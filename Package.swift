@@ -276,6 +276,7 @@ let package = Package(
         .target(
             name: "ServiceTestSupport",
             dependencies: ["LookupProtocol", "Dataset", "LookupEngine", "LookupStorage", "ServiceCore", "LookupService", "LookupClient", "PIR",
+                           "LoadGeneration",
                            hummingbird,
                            serviceLifecycle,
                            logging,

@@ -16,11 +16,8 @@ import Testing
 struct TracingTests {
     @Test("A lookup through the cluster path is one trace: request, stages, the hop, and the worker's stages under it")
     func lookupTrace() async throws {
-        let collector = OTLPCollector()
-        let (url, stopCollector) = try await collector.start()
-        let tracing = try TracingBackend.otlp(endpoint: url, json: true, delay: .milliseconds(100), serviceName: "callveil-test",
-                                              logger: TestServer.logger)
-        let exporter = Task { try await tracing.service.run() }
+        let traced = try await TracedCollector.start()
+        let collector = traced.collector, tracing = traced.tracing
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: 60)
         let cluster = try EmbeddedCluster(tracer: tracing.tracer)
@@ -59,8 +56,7 @@ struct TracingTests {
         for worker in workers { worker.stop() }
         await server.stop()
         (server.server.executor as? ClusterCoordinator)?.shutdown()
-        exporter.cancel()
-        await stopCollector()
+        await traced.stop()
     }
 
     static let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

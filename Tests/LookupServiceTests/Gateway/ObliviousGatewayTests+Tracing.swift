@@ -9,11 +9,8 @@ import Testing
 extension ObliviousGatewayTests {
     @Test("Traced, a request through the gateway is one trace: the inner request's span is the gateway request's child, whatever trace context the phone put inside")
     func gatewayTrace() async throws {
-        let collector = OTLPCollector()
-        let (url, stopCollector) = try await collector.start()
-        let tracing = try TracingBackend.otlp(endpoint: url, json: true, delay: .milliseconds(100), serviceName: "callveil-test",
-                                              logger: TestServer.logger)
-        let exporter = Task { try await tracing.service.run() }
+        let traced = try await TracedCollector.start()
+        let collector = traced.collector, tracing = traced.tracing
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: 60)
         let config = try writeServiceConfig(in: directory, usecases: data.useCases, privacyPass: false) { $0.gateway = .init() }
@@ -40,7 +37,6 @@ extension ObliviousGatewayTests {
         #expect(decapsulation.parentSpanID == outer.spanID)
 
         await server.stop()
-        exporter.cancel()
-        await stopCollector()
+        await traced.stop()
     }
 }
