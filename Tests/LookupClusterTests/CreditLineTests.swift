@@ -35,6 +35,8 @@ struct CreditLineTests {
         // The worker's one slot held; the flood takes its one credit and fills the line of three.
         let release = DispatchSemaphore(value: 0)
         let holder = Task { try await pool.run { release.wait() } }
+        // The slot must be held before the flood's first query reaches the worker, or that query is answered at once.
+        #expect(try await eventually { pool.snapshot.running[.query] == 1 })
         let coordinator = cluster.coordinator
         let order = Completions()
         func submit(_ name: String, _ query: ShardQuery) -> Task<Bool, Never> {
@@ -50,6 +52,7 @@ struct CreditLineTests {
         }
         var floodTasks = [submit("flood-0", flood)]
         #expect(try await eventually { coordinator.queriesInFlight["w1"] == 1 })
+        #expect(try await eventually { pool.snapshot.queued[.query] == 1 })
         for i in 1...3 {
             floodTasks.append(submit("flood-\(i)", flood))
             #expect(try await eventually { coordinator.queriesWaiting == i })
