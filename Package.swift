@@ -290,7 +290,7 @@ let package = Package(
                            "Reports", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
                            "LookupDeployment", "LookupClient", "ConformanceSupport", "ObliviousHTTP", "PrivacyPass",
                            "ServiceTestSupport", "LoadGeneration", hummingbird, grdb, serviceLifecycle, protobuf,
-                           logging, postgresNIO, nioEmbedded, crypto],
+                           logging, postgresNIO, nioCore, nioEmbedded, crypto],
             swiftSettings: strict),
         .testTarget(
             name: "LookupClusterTests",

@@ -8,21 +8,24 @@ import Glibc
 public final class RawConnection: @unchecked Sendable {
     private let fd: Int32
 
-    /// Connects to `127.0.0.1:port`.
+    /// Connects to `127.0.0.1:port`. The descriptor becomes the object's only once connected: a class whose
+    /// initializer throws after its properties are set still runs `deinit`, which would close it a second time
+    /// (and with it whatever file another thread had opened under the same number meanwhile).
     public init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else {
-            close(fd)
+            close(descriptor)
             throw POSIXError(.ECONNREFUSED)
         }
+        fd = descriptor
     }
 
     deinit { close(fd) }
