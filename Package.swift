@@ -290,7 +290,7 @@ let package = Package(
                            "Reports", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
                            "LookupDeployment", "LookupClient", "ConformanceSupport", "ObliviousHTTP", "PrivacyPass",
                            "ServiceTestSupport", "LoadGeneration", hummingbird, grdb, serviceLifecycle, protobuf,
-                           logging, postgresNIO, nioCore, nioEmbedded, crypto],
+                           logging, postgresNIO, nioEmbedded, crypto],
             swiftSettings: strict),
         .testTarget(
             name: "LookupClusterTests",

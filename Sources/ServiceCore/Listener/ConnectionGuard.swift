@@ -6,12 +6,10 @@ import Synchronization
 /// included) within `handshakeTimeout`, and is closed after `idleTimeout` with no request open. A connection is
 /// "unproven" until it has been answered with a success (status below 400): silent sockets, half handshakes,
 /// bodies trickled a byte a second and requests refused as unauthenticated all stay unproven, and unproven
-/// connections may hold at most `maxUnproven` slots, a new one beyond closing the oldest other one that has sent
-/// nothing (or, when every other one has sent something, the oldest). A client that connected just before a burst of silent sockets
-/// has sent its first bytes by then and is not the one closed, whatever order the event loops register them in.
-/// So hostile sockets cannot starve the clients that do real requests, such as the relay's long-lived connections.
-/// The per-request deadline of the HTTP/1.1 connection or HTTP/2 stream (`RequestDeadlineHandler`) and the minimum
-/// body rate (`BodyAdmissionMiddleware`) still bound each request once started.
+/// connections may hold at most `maxUnproven` slots, a new one beyond closing the oldest. So hostile sockets
+/// cannot starve the clients that do real requests, such as the relay's long-lived connections. The per-request
+/// deadline of the HTTP/1.1 connection or HTTP/2 stream (`RequestDeadlineHandler`) and the minimum body rate
+/// (`BodyAdmissionMiddleware`) still bound each request once started.
 public final class ConnectionGuard: Sendable {
     /// Time from accept to the first request's headers.
     package let handshakeTimeout: TimeAmount
@@ -24,8 +22,8 @@ public final class ConnectionGuard: Sendable {
 
     private struct State {
         var connections: [ObjectIdentifier: Activity] = [:]
-        /// Unproven connections by arrival, and whether each has sent a byte yet.
-        var unproven: [ObjectIdentifier: (order: Int, heard: Bool, channel: any Channel)] = [:]
+        /// Unproven connections by arrival.
+        var unproven: [ObjectIdentifier: (order: Int, channel: any Channel)] = [:]
         var arrivals = 0
     }
 
@@ -60,12 +58,8 @@ public final class ConnectionGuard: Sendable {
         let evicted: (any Channel)? = state.withLock { s in
             s.connections[ObjectIdentifier(channel)] = activity
             s.arrivals += 1
-            s.unproven[ObjectIdentifier(channel)] = (s.arrivals, false, channel)
-            // The newcomer is never the one closed (it has had no time to speak).
-            guard s.unproven.count > maxUnproven,
-                  let oldest = s.unproven.filter({ $0.key != ObjectIdentifier(channel) })
-                      .min(by: { ($0.value.heard ? 1 : 0, $0.value.order) < ($1.value.heard ? 1 : 0, $1.value.order) })
-            else { return nil }
+            s.unproven[ObjectIdentifier(channel)] = (s.arrivals, channel)
+            guard s.unproven.count > maxUnproven, let oldest = s.unproven.min(by: { $0.value.order < $1.value.order }) else { return nil }
             s.unproven.removeValue(forKey: oldest.key)
             return oldest.value.channel
         }
@@ -74,11 +68,6 @@ public final class ConnectionGuard: Sendable {
             evicted.close(promise: nil)
         }
         arm(activity, after: handshakeTimeout, reason: "handshake")
-    }
-
-    /// The connection's first bytes arrived: it is no longer silent, so evicted only after every silent one.
-    package func heard(_ channel: any Channel) {
-        state.withLock { s in s.unproven[ObjectIdentifier(channel)]?.heard = true }
     }
 
     package func closed(_ channel: any Channel) {
@@ -145,7 +134,6 @@ package final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChan
 
     private let connectionGuard: ConnectionGuard
     private var registered = false
-    private var heard = false
 
     package init(guard connectionGuard: ConnectionGuard) { self.connectionGuard = connectionGuard }
 
@@ -156,14 +144,6 @@ package final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChan
     package func channelActive(context: ChannelHandlerContext) {
         register(context)
         context.fireChannelActive()
-    }
-
-    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if registered, !heard {
-            heard = true
-            connectionGuard.heard(context.channel)
-        }
-        context.fireChannelRead(data)
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
