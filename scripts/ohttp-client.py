@@ -11,6 +11,10 @@ and RFC 9292 framing is written out below from the RFCs, and `selftest` checks i
                                 an HTTP/1.1 listener on 127.0.0.1 (port printed as "listening PORT") that sends every
                                 request it receives through the gateway over HTTP/2, encapsulated, and answers with
                                 the decapsulated response: a device client pointed at it talks Oblivious HTTP
+  hold --port N --path P [--tls --ca FILE]
+                                one HTTP/2 connection to 127.0.0.1:N (TLS with ALPN h2, or prior knowledge): GET P,
+                                print "status S", then keep the connection open and never read again until killed,
+                                as an idle relay connection that does not answer the server's GOAWAY ping
 """
 import argparse
 import datetime
@@ -315,6 +319,40 @@ def serve(args):
     server.serve_forever()
 
 
+def hold(args):
+    import socket
+    import ssl
+    import time
+    import h2.config
+    import h2.connection
+    import h2.events
+    sock = socket.create_connection(("127.0.0.1", args.port))
+    if args.tls:
+        context = ssl.create_default_context(cafile=args.ca)
+        context.set_alpn_protocols(["h2"])
+        sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
+        assert sock.selected_alpn_protocol() == "h2", sock.selected_alpn_protocol()
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    conn.send_headers(1, [(":method", "GET"), (":path", args.path), (":scheme", "https" if args.tls else "http"),
+                          (":authority", "127.0.0.1")], end_stream=True)
+    sock.sendall(conn.data_to_send())
+    status, ended = None, False
+    while not ended:
+        data = sock.recv(65536)
+        if not data:
+            break
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                status = dict(event.headers).get(b":status", b"").decode()
+            if isinstance(event, h2.events.StreamEnded):
+                ended = True
+        sock.sendall(conn.data_to_send())
+    print(f"status {status}", flush=True)
+    while True:
+        time.sleep(3600)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -330,8 +368,15 @@ def main():
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--log")
     p.add_argument("--authority")
+    h = sub.add_parser("hold")
+    h.add_argument("--port", type=int, required=True)
+    h.add_argument("--path", required=True)
+    h.add_argument("--tls", action="store_true")
+    h.add_argument("--ca")
     args = parser.parse_args()
-    if args.command == "selftest":
+    if args.command == "hold":
+        hold(args)
+    elif args.command == "selftest":
         selftest()
     elif args.command == "make-cert":
         make_cert(args.directory, args.ips)

@@ -25,49 +25,68 @@ public enum OHTTPInteropClient {
         return output
     }
 
+    /// Starts the script with `arguments` and waits for its first line of output, on a thread of its own: blocking
+    /// a thread of the cooperative pool could starve the server the script is talking to.
+    static func startWithFirstLine(_ arguments: [String]) async throws -> (process: Process, line: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result {
+                    guard let command else { throw InteropError("the interop client is not installed: run `make deps`") }
+                    let process = Process()
+                    process.executableURL = URL(fileURLWithPath: command.python)
+                    process.arguments = [command.script] + arguments
+                    let pipe = Pipe()
+                    process.standardOutput = pipe
+                    try process.run()
+                    var line = Data()
+                    while !line.contains(UInt8(ascii: "\n")) {
+                        let chunk = pipe.fileHandleForReading.availableData
+                        guard !chunk.isEmpty else { break }
+                        line.append(chunk)
+                    }
+                    return (process, String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+                })
+            }.start()
+        }
+    }
+
+    /// A child process of the script, killed (once) by `stop`.
+    public class Child: @unchecked Sendable {
+        let process: Process
+
+        init(process: Process) { self.process = process }
+
+        /// Stops the process (once; later calls do nothing).
+        public func stop() {
+            guard process.isRunning else { return }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
     /// The script's proxy: a local HTTP/1.1 listener whose requests go through the gateway, encapsulated, over
     /// HTTP/2. Every exchange is logged as a JSON line.
-    public final class Proxy: @unchecked Sendable {
+    public final class Proxy: Child, @unchecked Sendable {
         /// `http://127.0.0.1:<port>`.
         public let url: String
         /// The JSON-lines log of exchanges.
         public let logPath: String
-        private let process: Process
 
         /// Starts the proxy for `gatewayURL` with key configurations at `keysURL`; `ca` trusts a test certificate.
-        /// The wait for its port runs on a thread of its own: blocking a thread of the cooperative pool could
-        /// starve the server the proxy is fetching from.
         public static func start(gatewayURL: String, keysURL: String, ca: String?, h2c: Bool, logPath: String) async throws -> Proxy {
-            try await withCheckedThrowingContinuation { continuation in
-                Thread {
-                    continuation.resume(with: Result { try Proxy(gatewayURL: gatewayURL, keysURL: keysURL, ca: ca, h2c: h2c, logPath: logPath) })
-                }.start()
-            }
-        }
-
-        private init(gatewayURL: String, keysURL: String, ca: String?, h2c: Bool, logPath: String) throws {
-            guard let command else { throw InteropError("the interop client is not installed: run `make deps`") }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: command.python)
-            process.arguments = [command.script, "proxy", "--gateway", gatewayURL, "--keys", keysURL, "--log", logPath]
-                + (ca.map { ["--ca", $0] } ?? []) + (h2c ? ["--h2c"] : [])
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let chunk = pipe.fileHandleForReading.availableData
-                guard !chunk.isEmpty else { break }
-                line.append(chunk)
-            }
-            let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let (process, text) = try await startWithFirstLine(["proxy", "--gateway", gatewayURL, "--keys", keysURL, "--log", logPath]
+                                                               + (ca.map { ["--ca", $0] } ?? []) + (h2c ? ["--h2c"] : []))
             guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
                 process.terminate()
                 throw InteropError("the proxy did not start: \(text)")
             }
-            self.process = process
-            self.url = "http://127.0.0.1:\(port)"
+            return Proxy(process: process, url: "http://127.0.0.1:\(port)", logPath: logPath)
+        }
+
+        private init(process: Process, url: String, logPath: String) {
+            self.url = url
             self.logPath = logPath
+            super.init(process: process)
         }
 
         /// The exchanges logged so far.
@@ -76,12 +95,27 @@ public enum OHTTPInteropClient {
                 try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
             }
         }
+    }
 
-        /// Stops the proxy (once; later calls do nothing).
-        public func stop() {
-            guard process.isRunning else { return }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+    /// One HTTP/2 connection that made a request and then never reads again (`hold`): a relay's idle connection
+    /// that does not answer the server's GOAWAY ping.
+    public final class HeldConnection: Child, @unchecked Sendable {
+        /// The status of its one request.
+        public let status: String
+
+        /// Opens the connection to `127.0.0.1:port` (TLS trusting `ca`, or prior knowledge when nil) and GETs `path`.
+        public static func open(port: Int, path: String, ca: String?) async throws -> HeldConnection {
+            let (process, text) = try await startWithFirstLine(["hold", "--port", "\(port)", "--path", path] + (ca.map { ["--tls", "--ca", $0] } ?? []))
+            guard text.hasPrefix("status ") else {
+                process.terminate()
+                throw InteropError("the held connection did not get an answer: \(text)")
+            }
+            return HeldConnection(process: process, status: String(text.dropFirst("status ".count)))
+        }
+
+        private init(process: Process, status: String) {
+            self.status = status
+            super.init(process: process)
         }
     }
 

@@ -73,7 +73,7 @@ public final class GatewayServer: Sendable {
 
     /// The application on `host:port` with the admin listener and hourly key upkeep.
     public func makeApplication(host: String, port: Int, onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-                                onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+                                onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some Service {
         let adminRouter = Router()
         let keys = self.keys, metrics = self.metrics
         adminRouter.get("/healthz") { _, _ -> Response in
@@ -100,11 +100,12 @@ public final class GatewayServer: Sendable {
         let server = try PublicListener.server(http, idleTimeout: timeout, connectionGuard: connectionGuard) {
             [RequestDeadlineHandler(timeout: timeout, connectionGuard: connectionGuard) { metrics.increment("callveil_http_request_timeouts_total") }]
         }
-        return Application(responder: makeRouter().buildResponder(), server: server,
+        let app = Application(responder: makeRouter().buildResponder(), server: server,
                            configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",
                                                 availableConnectionsDelegate: MaximumAvailableConnections(http.maxConnections ?? 1024)),
                            services: [admin, upkeep],
                            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) }, logger: logger)
+        return ShutdownDeadline(app, connectionGuard: connectionGuard, grace: http.shutdownGrace, logger: logger)
     }
 
     /// Closes the connections to the targets and the shared store.

@@ -237,7 +237,7 @@ public actor LookupServer {
     public nonisolated func makeApplication(host: String, port: Int, reloadOnSIGHUP: Bool = false,
                                             onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
                                             onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
-        throws -> some ApplicationProtocol {
+        throws -> some Service {
         let adminRouter = Router()
         AdminRoutes.add(to: adminRouter, registry: registry, metrics: metrics, executor: executor)
         let adminPort = http.adminPort ?? 9090
@@ -261,11 +261,12 @@ public actor LookupServer {
              ClientDisconnectHandler(connections: connections)]
         }
         let responder = CancelOnDisconnectResponder(inner: makePublicRouter().buildResponder(), connections: connections, metrics: metrics)
-        return Application(responder: responder, server: server,
+        let app = Application(responder: responder, server: server,
                            configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",
                                                 availableConnectionsDelegate: MaximumAvailableConnections(http.maxConnections ?? 1024)),
                            services: services,
                            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
                            logger: logger)
+        return ShutdownDeadline(app, connectionGuard: connectionGuard, grace: http.shutdownGrace, logger: logger)
     }
 }

@@ -15,6 +15,9 @@ extension ServiceConfig {
         /// Seconds from accepting a connection to its first request's headers: TLS handshake, HTTP/2 preface and
         /// settings included (default: the request timeout, at most 10).
         public var handshakeTimeoutSeconds: Double?
+        /// Seconds requests in flight get to finish after SIGTERM; then every connection still open is closed and the
+        /// process exits (default 10).
+        public var shutdownGraceSeconds: Double?
         /// Seconds a request may wait for compute before it is answered 503 (default 2).
         public var queueTimeoutSeconds: Double?
         /// Address of the admin listener (`/healthz`, `/metrics`; default 127.0.0.1).
@@ -48,6 +51,9 @@ extension ServiceConfig {
         public var tlsCertificateFile: String?
         /// PEM private key of the public port when `protocol` is `tls`.
         public var tlsKeyFile: String?
+
+        /// The shutdown grace period (`shutdownGraceSeconds`).
+        public var shutdownGrace: Duration { .milliseconds(Int64((shutdownGraceSeconds ?? 10) * 1000)) }
 
         /// Settings.
         public init(maxConnections: Int? = nil, requestTimeoutSeconds: Double? = nil, queueTimeoutSeconds: Double? = nil,

@@ -138,6 +138,7 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         if let n = http?.maxConnections, n < 1 || n > 1_000_000 { throw ConfigError("http.maxConnections \(n) out of range") }
         if let t = http?.requestTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.requestTimeoutSeconds \(t) out of range") }
         if let t = http?.handshakeTimeoutSeconds, !(t >= 0.1 && t <= 3600) { throw ConfigError("http.handshakeTimeoutSeconds \(t) out of range") }
+        if let t = http?.shutdownGraceSeconds, !(t >= 0 && t <= 3600) { throw ConfigError("http.shutdownGraceSeconds \(t) out of range") }
         if let t = http?.queueTimeoutSeconds, !(t >= 0.01 && t <= 600) { throw ConfigError("http.queueTimeoutSeconds \(t) out of range") }
         if let m = http?.maxBodyMegabytesPerConnection, m < 11 || m > 1 << 20 {
             throw ConfigError("http.maxBodyMegabytesPerConnection \(m) out of range (at least 11: one largest body)")

@@ -78,6 +78,14 @@ public final class ConnectionGuard: Sendable {
         activity?.timer?.cancel()
     }
 
+    /// Closes every connection open now, whatever it is doing (the end of a shutdown's grace period); returns how
+    /// many there were.
+    package func closeAll() -> Int {
+        let channels = state.withLock { $0.connections.values.map(\.channel) }
+        for channel in channels { channel.close(promise: nil) }
+        return channels.count
+    }
+
     /// The connection a request channel belongs to: the channel of an HTTP/1.1 request, the parent of an HTTP/2
     /// stream (whose parent is itself a child of the listener).
     package static func connection(of channel: any Channel) -> ObjectIdentifier {

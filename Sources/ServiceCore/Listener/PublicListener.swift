@@ -28,16 +28,20 @@ package enum PublicListener {
             guard let certificate = http.tlsCertificateFile, let key = http.tlsKeyFile else {
                 throw ConfigError("http.protocol tls needs http.tlsCertificateFile and http.tlsKeyFile")
             }
-            let tls: TLSConfiguration
+            var tls: TLSConfiguration
             do {
                 tls = TLSConfiguration.makeServerConfiguration(
                     certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
                     privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+                // A closing connection waits this long for the peer's close_notify (NIO's default is 5 s): a silent
+                // or evicted socket would hold its slot, and a shutdown its process, that much longer.
+                tls.shutdownTimeout = .seconds(1)
             } catch {
                 throw ConfigError("cannot load the TLS certificate or key: \(error)")
             }
+            let configuration = tls
             return HTTPServerBuilder { responder in
-                GuardedChildChannel(inner: try HTTP2UpgradeChannel(tlsConfiguration: tls, configuration: http2, responder: responder),
+                GuardedChildChannel(inner: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder),
                                     connectionGuard: connectionGuard)
             }
         default:
