@@ -43,6 +43,9 @@ public struct ClusterConfig: Codable, Sendable {
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch { throw ConfigError("cannot read \(path): \(error)") }
         var config: ClusterConfig
         do { config = try YAMLDecoder().decode(ClusterConfig.self, from: text) } catch { throw ConfigError("\(path): \(error)") }
+        if let tree = try? Yams.load(yaml: text), let error = ConfigKeys.error(try ConfigKeys.unknown(in: tree, decoded: config), in: path) {
+            throw error
+        }
         let base = URL(fileURLWithPath: path).deletingLastPathComponent().path
         func resolve(_ p: String) -> String { p.hasPrefix("/") ? p : base + "/" + p }
         config.service = resolve(config.service)

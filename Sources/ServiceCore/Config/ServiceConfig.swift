@@ -44,7 +44,8 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         self.concurrentQueries = concurrentQueries
     }
 
-    /// Reads and validates a config file; relative paths become absolute against the file's directory.
+    /// Reads and validates a config file; relative paths become absolute against the file's directory. A key no
+    /// setting has is an error.
     public static func load(path: String) throws -> ServiceConfig {
         let url = URL(fileURLWithPath: path)
         let data: Data
@@ -52,6 +53,9 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         var config: ServiceConfig
         do { config = try JSONDecoder().decode(ServiceConfig.self, from: Self.withDefaultLists(data)) } catch {
             throw ConfigError("\(path) is not a valid service config: \(error)")
+        }
+        if let object = try? JSONSerialization.jsonObject(with: data), let error = ConfigKeys.error(try ConfigKeys.unknown(in: object, decoded: config), in: path) {
+            throw error
         }
         let base = url.deletingLastPathComponent().path
         func resolve(_ p: String) -> String { p.hasPrefix("/") ? p : base + "/" + p }
