@@ -6,6 +6,7 @@ struct CallVeil: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "callveil",
         abstract: "CallVeil: a scalable Live Caller ID Lookup backend.",
+        version: callveilVersion,
         subcommands: [ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self, KeygenCommand.self, StoreKeyCommand.self, QueryCommand.self,
                       BuildDatabaseCommand.self, ProcessDatabaseCommand.self, DatabaseCommand.self, GenerateDemoCommand.self,
                       GatewayCommand.self, ReportsCommand.self, URLFilterCommand.self])

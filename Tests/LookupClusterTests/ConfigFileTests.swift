@@ -4,6 +4,7 @@ import LookupEngine
 import ServiceCore
 import ServiceTestSupport
 import Testing
+import ZeroMQ
 
 /// Configuration files: the examples shipped under `cluster/` load, and a key no setting has is an error naming it.
 @Suite("Config files")
@@ -64,5 +65,26 @@ struct ConfigFileTests {
         try Data((base + "heartbeatTimeout: 3\nworkers:\n  - id: w1\n    publicKey: abc\n    role: spare\n").utf8).write(to: URL(fileURLWithPath: path))
         let error = #expect(throws: ConfigError.self) { try ClusterConfig.load(path: path) }
         #expect(error?.description.contains("unknown keys heartbeatTimeout, workers[0].role") == true, "\(String(describing: error))")
+    }
+
+    @Test("User tokens iOS would not send (not base64) are found, by tier and position")
+    func userTokensNotBase64() {
+        let config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA", "not base64!", "QUJD"]), .init(tier: "tier2", tokens: ["", "QUJDRA=="])],
+                                   usecases: [])
+        #expect(config.userTokensNotBase64.map { "\($0.tier)#\($0.position)" } == ["tier1#1", "tier2#0"])
+    }
+
+    @Test("A CURVE key file is not overwritten unless asked, and is replaced whole when it is")
+    func keyFileOverwrite() throws {
+        let path = try temporaryDirectory() + "/worker.key"
+        let first = try CurveKeyPair.generate()
+        try CurveKeyFile.write(first, to: path)
+        let error = #expect(throws: ConfigError.self) { try CurveKeyFile.write(try CurveKeyPair.generate(), to: path) }
+        #expect(error?.description.contains("--force") == true)
+        #expect(try CurveKeyFile.read(path).publicKey == first.publicKey, "the refused write left the file as it was")
+        let second = try CurveKeyPair.generate()
+        try CurveKeyFile.write(second, to: path, replace: true)
+        #expect(try CurveKeyFile.read(path).publicKey == second.publicKey)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
     }
 }

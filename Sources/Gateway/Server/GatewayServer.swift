@@ -71,8 +71,10 @@ public final class GatewayServer: Sendable {
         return router
     }
 
-    /// The application on `host:port` with the admin listener and hourly key upkeep.
-    public func makeApplication(host: String, port: Int, onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+    /// The application on `host:port` with the admin listener (`http.adminHost:adminPort`, or `admin` when given)
+    /// and hourly key upkeep. A failure to bind either names its address (`ListenerError`).
+    public func makeApplication(host: String, port: Int, admin: (host: String?, port: Int?) = (nil, nil),
+                                            onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
                                 onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some Service {
         let adminRouter = Router()
         let keys = self.keys, metrics = self.metrics
@@ -82,10 +84,10 @@ public final class GatewayServer: Sendable {
                             body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"\(keys.gateway == nil ? "no keys" : "ok")\",\"gatewayKeyIds\":[\(ids)]}")))
         }
         AdminRoutes.addMetrics(to: adminRouter, metrics: metrics)
-        let adminPort = http.adminPort ?? 9090
-        let admin = Application(router: adminRouter,
-                                configuration: .init(address: .hostname(http.adminHost ?? "127.0.0.1", port: adminPort), serverName: "CallVeil"),
-                                onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) }, logger: logger)
+        let adminHost = admin.host ?? http.adminHost ?? "127.0.0.1", adminPort = admin.port ?? http.adminPort ?? 9090
+        let adminApplication = Application(router: adminRouter,
+                                           configuration: .init(address: .hostname(adminHost, port: adminPort), serverName: "CallVeil"),
+                                           onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) }, logger: logger)
         let logger = self.logger
         let upkeep = MaintenanceService(logger: logger) { [self] in
             if try await self.ensureKeys() {
@@ -103,9 +105,10 @@ public final class GatewayServer: Sendable {
         let app = Application(responder: makeRouter().buildResponder(), server: server,
                            configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",
                                                 availableConnectionsDelegate: MaximumAvailableConnections(http.maxConnections ?? 1024)),
-                           services: [admin, upkeep],
+                           services: [NamedListener(adminApplication, listener: "admin listener", host: adminHost, port: adminPort), upkeep],
                            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) }, logger: logger)
-        return ShutdownDeadline(app, connectionGuard: connectionGuard, grace: http.shutdownGrace, logger: logger)
+        return NamedListener(ShutdownDeadline(app, connectionGuard: connectionGuard, grace: http.shutdownGrace, logger: logger),
+                             listener: "public port", host: host, port: port)
     }
 
     /// Closes the connections to the targets and the shared store.

@@ -94,10 +94,18 @@ public enum CurveKeyFile {
         }
     }
 
-    /// Writes a key file readable only by its owner.
-    public static func write(_ keys: CurveKeyPair, to path: String) throws {
+    /// Writes a key file readable only by its owner. An existing file is replaced only when `replace` is true
+    /// (then atomically): peers may already trust its public key, and its secret half is not recoverable.
+    public static func write(_ keys: CurveKeyPair, to path: String, replace: Bool = false) throws {
+        if !replace, FileManager.default.fileExists(atPath: path) {
+            throw ConfigError("\(path) exists: its public key may already be trusted by the cluster; give --force to replace it")
+        }
         let data = try JSONEncoder().encode(keys)
-        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+        let temporary = path + ".new"
+        try? FileManager.default.removeItem(atPath: temporary)
+        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]),
+              rename(temporary, path) == 0 else {
+            try? FileManager.default.removeItem(atPath: temporary)
             throw ConfigError("cannot write \(path)")
         }
     }

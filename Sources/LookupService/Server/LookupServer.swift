@@ -132,6 +132,10 @@ public actor LookupServer {
 
     private func apply(_ config: ServiceConfig, failFast: Bool) async throws -> [String] {
         privacyPass.update(config)
+        for (tier, position) in config.userTokensNotBase64 {
+            logger.warning("a user token is not base64: iOS does not fetch Privacy Pass tokens with it, so phones of that app get no lookups",
+                           metadata: ["tier": .string(tier), "position": "\(position)"])
+        }
         try await privacyPass.ensureKeys(tiers: config.users.map(\.tier), sharedStore: sharedStore)
         var failed: [String] = []
         let wanted = Set(config.usecases.map(\.name))
@@ -231,21 +235,23 @@ public actor LookupServer {
     }
 
     /// The HTTP application on `host:port` (at most `http.maxConnections` connections, each request read within
-    /// `http.requestTimeoutSeconds`) with the admin listener (`/healthz`, `/metrics` on `http.adminHost:adminPort`)
+    /// `http.requestTimeoutSeconds`) with the admin listener (`/healthz`, `/metrics` on `http.adminHost:adminPort`,
+    /// or `admin` when given)
     /// and the background services (key expiry, reload on SIGHUP when `reloadOnSIGHUP`); `onServerRunning` and
     /// `onAdminRunning` receive the bound ports.
     public nonisolated func makeApplication(host: String, port: Int, reloadOnSIGHUP: Bool = false,
+                                            admin: (host: String?, port: Int?) = (nil, nil),
                                             onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
                                             onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         throws -> some Service {
         let adminRouter = Router()
         AdminRoutes.add(to: adminRouter, registry: registry, metrics: metrics, executor: executor)
-        let adminPort = http.adminPort ?? 9090
-        let admin = Application(router: adminRouter,
-                                configuration: .init(address: .hostname(http.adminHost ?? "127.0.0.1", port: adminPort), serverName: "CallVeil"),
-                                onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
-                                logger: logger)
-        var services: [any Service] = [admin, MaintenanceService(logger: logger) { [self, logger] in
+        let adminHost = admin.host ?? http.adminHost ?? "127.0.0.1", adminPort = admin.port ?? http.adminPort ?? 9090
+        let adminApplication = Application(router: adminRouter,
+                                           configuration: .init(address: .hostname(adminHost, port: adminPort), serverName: "CallVeil"),
+                                           onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
+                                           logger: logger)
+        var services: [any Service] = [NamedListener(adminApplication, listener: "admin listener", host: adminHost, port: adminPort), MaintenanceService(logger: logger) { [self, logger] in
             let purged = try await self.maintain()
             if purged > 0 { logger.info("expired evaluation keys deleted", metadata: ["count": .stringConvertible(purged)]) }
         }]
@@ -267,6 +273,7 @@ public actor LookupServer {
                            services: services,
                            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
                            logger: logger)
-        return ShutdownDeadline(app, connectionGuard: connectionGuard, grace: http.shutdownGrace, logger: logger)
+        return NamedListener(ShutdownDeadline(app, connectionGuard: connectionGuard, grace: http.shutdownGrace, logger: logger),
+                             listener: "public port", host: host, port: port)
     }
 }

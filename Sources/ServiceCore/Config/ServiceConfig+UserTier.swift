@@ -22,4 +22,15 @@ extension ServiceConfig {
             self.issueBurst = issueBurst
         }
     }
+
+    /// Where a user token is not standard base64 (padded, no whitespace), by tier and position in its list: iOS
+    /// does not use Privacy Pass with such a token (pir-service-example #115), so the app's phones would get no
+    /// lookups. Warned about at start and reload, not refused: the token still works for other clients.
+    public var userTokensNotBase64: [(tier: String, position: Int)] {
+        users.flatMap { tier in
+            tier.tokens.enumerated().compactMap { position, token in
+                token.isEmpty || Data(base64Encoded: token) == nil ? (tier.tier, position) : nil
+            }
+        }
+    }
 }

@@ -16,6 +16,14 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Cluster config (YAML).")
     var config: String
 
+    @Option(help: "Address of the HTTP front door (default: host of the cluster config, else 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port of the HTTP front door (default: port of the cluster config, else 8080).")
+    var port: Int?
+
+    @OptionGroup var admin: AdminListenerOptions
+
     @Option(help: "Log level.")
     var logLevel: String = "info"
 
@@ -28,8 +36,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
         options.metrics = metrics
         let context = try ZMQContext()
         let coordinatorOptions = options
-        let host = cluster.host ?? "127.0.0.1"
-        let holder = cluster.name ?? "\(ProcessInfo.processInfo.hostName):\(cluster.port ?? 8080)"
+        let host = self.host ?? cluster.host ?? "127.0.0.1", port = self.port ?? cluster.port ?? 8080
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
+        let holder = cluster.name ?? "\(ProcessInfo.processInfo.hostName):\(port)"
         let server = try await LookupServer(configPath: cluster.service, pool: nil, metrics: metrics, makeExecutor: { environment in
             var options = coordinatorOptions
             // With a shared store, coordinators elect one placement leader there and the others follow it.
@@ -38,8 +47,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
             }
             return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: logger)
         }, executorsShareKeyCache: false, logger: logger)
-        let app = try server.makeApplication(host: host, port: cluster.port ?? 8080, reloadOnSIGHUP: true, onAdminRunning: { port in
-            logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(server.http.adminHost ?? "127.0.0.1"):\(port)")])
+        let adminHost = admin.adminHost ?? server.http.adminHost ?? "127.0.0.1"
+        let app = try server.makeApplication(host: host, port: port, reloadOnSIGHUP: true, admin: admin.address, onAdminRunning: { port in
+            logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(adminHost):\(port)")])
         }) { port in
             logger.info("coordinator listening", metadata: ["http": .string("http://\(host):\(port)"), "workers": .string(cluster.bind)])
         }

@@ -27,16 +27,20 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on.")
     var port: Int = 8443
 
+    @OptionGroup var admin: AdminListenerOptions
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
     func run() async throws {
         let logger = try bootstrapLogging(logLevel)
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         let tracing = try tracingFromEnvironment(serviceName: "callveil-gateway", logger: logger)
         let gateway = try await GatewayServer(configPath: config, tracer: tracing?.tracer, logger: logger)
         let host = self.host, scheme = gateway.http.protocol == "tls" ? "https" : "http"
-        let app = try gateway.makeApplication(host: host, port: port, onAdminRunning: { port in
-            logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(gateway.http.adminHost ?? "127.0.0.1"):\(port)")])
+        let adminHost = admin.adminHost ?? gateway.http.adminHost ?? "127.0.0.1"
+        let app = try gateway.makeApplication(host: host, port: port, admin: admin.address, onAdminRunning: { port in
+            logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(adminHost):\(port)")])
         }) { port in
             logger.info("gateway listening", metadata: [
                 "url": .string("\(scheme)://\(host):\(port)"), "protocol": .string(gateway.http.protocol ?? "http1"),

@@ -23,6 +23,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on.")
     var port: Int = 8080
 
+    @OptionGroup var admin: AdminListenerOptions
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -32,6 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try bootstrapLogging(logLevel)
         guard workers >= 0, workers <= 64 else { throw ValidationError("--workers must be in 0...64") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         let tracing = try tracingFromEnvironment(serviceName: "callveil", logger: logger)
         let cluster = try EmbeddedCluster(tracer: tracing?.tracer)
         let dataDirectory = URL(fileURLWithPath: config).deletingLastPathComponent().appendingPathComponent("embedded-workers").path
@@ -39,8 +42,9 @@ struct ServeCommand: AsyncParsableCommand {
                                                                dataDirectory: dataDirectory, logger: logger)
         let workerCount = workers
         let host = self.host
-        let app = try server.makeApplication(host: host, port: port, reloadOnSIGHUP: true, onAdminRunning: { port in
-            logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(server.http.adminHost ?? "127.0.0.1"):\(port)")])
+        let adminHost = admin.adminHost ?? server.http.adminHost ?? "127.0.0.1"
+        let app = try server.makeApplication(host: host, port: port, reloadOnSIGHUP: true, admin: admin.address, onAdminRunning: { port in
+            logger.info("admin listener (/healthz, /metrics)", metadata: ["url": .string("http://\(adminHost):\(port)")])
         }) { port in
             logger.info("listening", metadata: ["url": .string("http://\(host):\(port)"), "workers": "\(workerCount)"])
         }

@@ -2,6 +2,7 @@ import Foundation
 import LookupClient
 import LookupService
 import ServiceCore
+import ServiceLifecycle
 import ServiceTestSupport
 import Testing
 
@@ -25,6 +26,25 @@ struct ListenerLimitsTests {
         }
         #expect(try await server.admin.send(path: "/config", headers: [], body: []).status == 404)
         #expect(try await server.http.send(method: .GET, path: "/.well-known/private-token-issuer-directory", headers: [], body: nil).status == 200)
+        await server.stop()
+    }
+
+    @Test("A taken port is reported with its address and listener, the public port's and the admin listener's")
+    func takenPortNamed() async throws {
+        let server = try await Self.start()
+        let port = try #require(URLComponents(string: server.url)?.port), adminPort = try #require(URLComponents(string: server.adminURL)?.port)
+        func failure(port: Int, admin: Int) async throws -> ListenerError? {
+            let app = try server.server.makeApplication(host: "127.0.0.1", port: port, admin: (nil, admin))
+            do {
+                try await ServiceGroup(configuration: .init(services: [app], logger: TestServer.logger)).run()
+                return nil
+            } catch let error as ListenerError { return error }
+        }
+        let publicTaken = try await failure(port: port, admin: 0)
+        #expect(publicTaken?.code == .addressInUse)
+        #expect(publicTaken?.description == "cannot listen on 127.0.0.1:\(port) (public port): Address already in use [addressInUse]")
+        let adminTaken = try await failure(port: 0, admin: adminPort)
+        #expect(adminTaken?.description.hasPrefix("cannot listen on 127.0.0.1:\(adminPort) (admin listener)") == true, "\(String(describing: adminTaken))")
         await server.stop()
     }
 
