@@ -111,6 +111,28 @@ struct DatasetBuildTests {
         try report.manifest.verify(directory: "\(root)/csv")
     }
 
+    @Test("The load factor a full build reports: near full for a fresh layout, a sliver of the table for a fixed bucket count far beyond the rows")
+    func loadFactor() throws {
+        var rng = TestRandom()
+        let rows = Self.rows(600, maxValue: 12, using: &rng)
+        let root = try Self.folder("fill")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Self.writeCSV(rows, to: "\(root)/in.csv")
+        let valueBytes = rows.reduce(0) { $0 + $1.value.count }
+        func fill(_ fixed: Int?) throws -> TableFill {
+            let options = DatasetManifest.Options(preset: ParameterPreset.n_4096_logq_27_28_28_logt_5.rawValue, shardCount: 2, fixedBucketCount: fixed)
+            let directory = "\(root)/\(fixed ?? 0)"
+            let report = try DatasetBuilder(options: options, directory: directory, stem: "shard", threads: 2).build(input: "\(root)/in.csv")
+            #expect(report.valueBytes == valueBytes)
+            return try TableFill.of(manifestPath: "\(directory)/shard.manifest.json", valueBytes: try #require(report.valueBytes))
+        }
+        let fresh = try fill(nil), oversized = try fill(4096)
+        #expect(fresh.used == 600 * 10 + valueBytes && oversized.used == fresh.used)
+        #expect(fresh.fraction > 0.5 && fresh.fraction <= 1, "fresh layout: \(fresh)")
+        #expect(oversized.buckets == 2 * 4096 && oversized.fraction < 0.01, "fixed 4096 buckets per shard: \(oversized)")
+        #expect(oversized.bucketsForHalfFull(shards: 2) < 100)
+    }
+
     @Test("a delta and a new full input update only the changed shards in place, byte-identical to each other and holding exactly the new rows; --relayout is byte-identical to a full rebuild")
     func incrementalEqualsFullRebuild() throws {
         var rng = TestRandom()

@@ -74,6 +74,52 @@ struct IdentityDatasetTests {
         #expect(duplicates.count == 1 && duplicates[0].description.contains("+14364967678"))
     }
 
+    @Test("CSV fields quoted as RFC 4180 quotes them: commas and doubled quotes inside, an unclosed quote reported")
+    func quotedFields() {
+        #expect(CSVField.split(#"+14155550101, "Acme, Inc." ,business,0,60"#) == ["+14155550101", "Acme, Inc.", "business", "0", "60"])
+        #expect(CSVField.split(#""The ""Best"" Pizza",,"""#) == [#"The "Best" Pizza"#, "", ""])
+        #expect(CSVField.split("a,b,") == ["a", "b", ""])
+        #expect(CSVField.split(#""unclosed, x"#) == nil)
+        #expect(CSVField.split(#""a"b,c"#) == nil)
+        let csv = "number,name,category,block,cache_minutes\n+14155550101,\"Acme, Inc.\",business,0,60\n+14155550102,\"Bob \"\"B\"\" Jones\",person,1,5\n+14155550103,\"open,person,0,5\n"
+        let (records, problems) = IdentityDataset.parseCSV(csv)
+        #expect(records.map(\.name) == ["Acme, Inc.", #"Bob "B" Jones"#])
+        #expect(problems.map(\.line) == [4] && problems.first?.description.contains("quoted field") == true)
+    }
+
+    @Test("--default-region reads numbers written without + as national numbers of the region")
+    func defaultRegion() throws {
+        let us = try #require(DefaultRegion("US")), gb = try #require(DefaultRegion("gb")), it = try #require(DefaultRegion("IT"))
+        #expect(IdentityDataset.normalize("(415) 555-0101", region: us) == "+14155550101")
+        #expect(IdentityDataset.normalize("1 415 555 0101", region: us) == "+14155550101")
+        #expect(IdentityDataset.normalize("011 44 20 7946 0000", region: us) == "+442079460000")
+        #expect(IdentityDataset.normalize("555-0101", region: us) == nil)
+        #expect(IdentityDataset.normalize("020 7946 0000", region: gb) == "+442079460000")
+        #expect(IdentityDataset.normalize("0033 1 23 45 67 89", region: gb) == "+33123456789")
+        #expect(IdentityDataset.normalize("06 1234 5678", region: it) == "+390612345678", "Italian numbers keep their 0")
+        #expect(IdentityDataset.normalize("020 7946 0000", region: try #require(DefaultRegion("+44"))) == "+442079460000")
+        #expect(IdentityDataset.normalize("+49 30 123456", region: us) == "+4930123456", "a number with + is international whatever the region")
+        #expect(IdentityDataset.normalize("(415) 555-0101") == nil, "without a region a national number is refused")
+        #expect(DefaultRegion("XX") == nil && DefaultRegion("+0") == nil && DefaultRegion("+1234") == nil)
+        let (records, problems) = IdentityDataset.parseCSV("(415) 555-0101,Ada,person,1,5\n", region: us)
+        #expect(records.map(\.number) == ["+14155550101"] && problems.isEmpty)
+    }
+
+    @Test("An icon that makes its identity larger than a PIR row holds is reported with its number, at 65,536 bytes too")
+    func iconThatDoesNotFit() throws {
+        let directory = NSTemporaryDirectory() + "callveil-icons-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(repeating: 0xAB, count: 65_536).write(to: URL(fileURLWithPath: "\(directory)/+14364967678.heic"))
+        try Data(repeating: 0xCD, count: 65_400).write(to: URL(fileURLWithPath: "\(directory)/+12412306542.heic"))
+        var records = ["+14364967678", "+12412306542"].map {
+            IdentityRecord(number: $0, name: "Acme", category: .business, block: false, cacheExpiryMinutes: 60)
+        }
+        let problems = IdentityDataset.attachIcons(&records, directory: directory)
+        #expect(records.map { $0.icon?.count } == [nil, 65_400])
+        #expect(problems.count == 1 && problems[0].description.contains("+14364967678's identity 65"), "\(problems)")
+        #expect(try #require(try records[1].callIdentity()).count <= IdentityDataset.maxIdentityBytes)
+    }
+
     @Test("Icons are attached from <number>.heic; oversized icons are reported")
     func icons() throws {
         let directory = NSTemporaryDirectory() + "callveil-icons-" + UUID().uuidString

@@ -57,6 +57,8 @@ public struct DatasetBuilder: Sendable {
         public let readSeconds: Double
         /// Seconds building shards.
         public let buildSeconds: Double
+        /// Bytes of every row's value, when the whole input was read (a full build), for the table fill.
+        public internal(set) var valueBytes: Int?
     }
 
     /// A builder writing `<directory>/<stem>-<i>.*` and `<directory>/<stem>.manifest.json`.
@@ -118,10 +120,11 @@ public struct DatasetBuilder: Sendable {
         let listed = overlay?.indexByHash ?? [:]
         let forced = overlay?.forcedValue ?? []
         var curated: [Int: [UInt8]] = [:]
+        var valueBytes = 0
         let input = try KeywordRowSource.forEachRow(path: path, progress: { progress("read", $0, $1) }) { line, keyword, value in
             guard value.count <= HashBucket.maxValueLength else {
                 if problems.count < KeywordRowSource.keptProblems {
-                    problems.append(.init(line: line, why: "value of \(value.count) bytes exceeds 65535"))
+                    problems.append(.init(line: line, why: "keyword \(KeywordRowSource.describe(keyword: keyword)): value of \(value.count) bytes exceeds the \(HashBucket.maxValueLength) a PIR row holds"))
                 }
                 return
             }
@@ -133,6 +136,7 @@ public struct DatasetBuilder: Sendable {
                 value = forced
             }
             try writers[shard].append(ShardRow(hash: hash, line: UInt32(clamping: line), value: value))
+            valueBytes += value.count
         }
         guard problems.isEmpty else { throw DatasetError.malformedLines(problems) }
         if var applied = overlay {
@@ -142,6 +146,7 @@ public struct DatasetBuilder: Sendable {
                 let hash = applied.entries[i].hash
                 let shard = engine.sharding.shardIndex(keywordHash: hash, shardCount: engine.shardCount)
                 try writers[shard].append(ShardRow(hash: hash, line: 0, value: forced))
+                valueBytes += forced.count
             }
             overlay = applied
         }
@@ -149,8 +154,10 @@ public struct DatasetBuilder: Sendable {
         let maxValue = writers.map(\.maxValueLength).max() ?? 0
         let readSeconds = Self.seconds(since: start)
         let sources = writers.map { RowSource.spill($0.path) }
-        return try finish(sources: sources, maxValueLength: maxValue, previous: previous, staging: staging,
-                          input: input, delta: nil, overlay: overlay, readSeconds: readSeconds)
+        var report = try finish(sources: sources, maxValueLength: maxValue, previous: previous, staging: staging,
+                                input: input, delta: nil, overlay: overlay, readSeconds: readSeconds)
+        report.valueBytes = valueBytes
+        return report
     }
 
     /// The overlay of the version now in the output folder, if it has one.

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PIR
 import SwiftProtobuf
 
 /// One caller as the operator describes it: number, display data and block decision.
@@ -66,37 +67,46 @@ public struct DatasetProblem: Error, Sendable, Equatable, CustomStringConvertibl
 /// `number,name,category,block,cache_minutes`, numbers normalized to E.164, icons from `<number>.heic`, and
 /// the block and identity keyword databases. Every rejected row is reported with its line.
 public enum IdentityDataset {
-    /// Largest icon accepted.
+    /// Largest icon file read.
     public static let maxIconBytes = 64 * 1024
+    /// Largest serialized identity (name, category, expiry and icon together): the value one PIR row holds
+    /// (`HashBucket.maxValueLength`). An icon of 65,536 bytes alone does not fit.
+    public static let maxIdentityBytes = HashBucket.maxValueLength
 
-    /// `+` and 7–15 digits after removing spaces, `-`, `.`, `(` and `)`; nil for anything else.
-    public static func normalize<S: StringProtocol>(_ raw: S) -> String? {
+    /// `+` and 7–15 digits after removing spaces, `-`, `.`, `(` and `)`; nil for anything else. With `region`, a
+    /// number written without `+` is read as a national number of that region (an international prefix `00` or
+    /// `011` as the start of an international one).
+    public static func normalize<S: StringProtocol>(_ raw: S, region: DefaultRegion? = nil) -> String? {
         // After trimming, only '+' (first), ASCII digits and the separators " -.()" may occur: any other scalar
         // (a letter, a combining mark, another space) makes the text not a number.
         var out: [UInt8] = []
         out.reserveCapacity(16)
+        var plus = false
         for scalar in CSVField.trimmed(raw).unicodeScalars {
             switch scalar {
             case " ", "-", ".", "(", ")": continue
-            case "+" where out.isEmpty: out.append(UInt8(ascii: "+"))
-            case "0"..."9" where !out.isEmpty:
-                if out.count == 1, scalar == "0" { return nil }
+            case "+" where out.isEmpty && !plus: plus = true
+            case "0"..."9" where plus || region != nil:
                 out.append(UInt8(scalar.value))
-                if out.count > 16 { return nil }
+                if out.count > 20 { return nil }
             default: return nil
             }
         }
-        guard out.count >= 8 else { return nil }
-        return String(decoding: out, as: UTF8.self)
+        if !plus {
+            guard let region, let international = region.international(out) else { return nil }
+            out = international
+        }
+        guard out.count >= 7, out.count <= 15, out.first != UInt8(ascii: "0") else { return nil }
+        return "+" + String(decoding: out, as: UTF8.self)
     }
 
     /// Parses CSV rows (a header line starting with `number` is skipped). Returns the records and the problems.
-    public static func parseCSV(_ text: String) -> (records: [IdentityRecord], problems: [DatasetProblem]) {
+    public static func parseCSV(_ text: String, region: DefaultRegion? = nil) -> (records: [IdentityRecord], problems: [DatasetProblem]) {
         var records: [IdentityRecord] = []
         var problems: [DatasetProblem] = []
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
-            switch parseCSVLine(line, lineNumber: index + 1) {
+            switch parseCSVLine(line, lineNumber: index + 1, region: region) {
             case .success(let record?): records.append(record)
             case .success(nil): continue
             case .failure(let problem): problems.append(problem)
@@ -106,15 +116,17 @@ public enum IdentityDataset {
     }
 
     /// Parses one CSV line (without its line break): a record, nothing (empty line or header), or a problem.
-    public static func parseCSVLine(_ line: Substring, lineNumber: Int) -> Result<IdentityRecord?, DatasetProblem> {
+    public static func parseCSVLine(_ line: Substring, lineNumber: Int, region: DefaultRegion? = nil) -> Result<IdentityRecord?, DatasetProblem> {
         if CSVField.trimmed(line).isEmpty { return .success(nil) }
         if lineNumber == 1, line.lowercased().hasPrefix("number") { return .success(nil) }
-        let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { String(CSVField.trimmed($0)) }
+        guard let fields = CSVField.split(line) else {
+            return .failure(DatasetProblem(line: lineNumber, "a quoted field is not closed, or text follows its closing quote (RFC 4180; a field may not span lines)"))
+        }
         guard fields.count == 5 else {
             return .failure(DatasetProblem(line: lineNumber, "expected 5 fields (number,name,category,block,cache_minutes), found \(fields.count)"))
         }
-        guard let number = normalize(fields[0]) else {
-            return .failure(DatasetProblem(line: lineNumber, "\"\(fields[0])\" is not an E.164 number"))
+        guard let number = normalize(fields[0], region: region) else {
+            return .failure(DatasetProblem(line: lineNumber, "\"\(fields[0])\" is not an E.164 number" + (region == nil ? " (national numbers need --default-region)" : " nor a national number of the default region")))
         }
         guard let category = category(fields[2]) else {
             return .failure(DatasetProblem(line: lineNumber, "unknown category \"\(fields[2])\""))
@@ -125,18 +137,21 @@ public enum IdentityDataset {
         guard let minutes = fields[4].isEmpty ? 0 : UInt32(fields[4]) else {
             return .failure(DatasetProblem(line: lineNumber, "cache_minutes must be a non-negative integer, found \"\(fields[4])\""))
         }
+        guard fields[1].utf8.count <= maxIdentityBytes - 16 else {
+            return .failure(DatasetProblem(line: lineNumber, "\(number): a name of \(fields[1].utf8.count) bytes does not fit the \(maxIdentityBytes) bytes of a PIR row"))
+        }
         return .success(IdentityRecord(number: number, name: fields[1], category: category, block: block, cacheExpiryMinutes: minutes))
     }
 
     /// Parses text-format `InputIdentities` (the reference tool's input).
-    public static func parseTextProto(_ text: String) -> (records: [IdentityRecord], problems: [DatasetProblem]) {
+    public static func parseTextProto(_ text: String, region: DefaultRegion? = nil) -> (records: [IdentityRecord], problems: [DatasetProblem]) {
         let input: InputIdentities
         do { input = try InputIdentities(textFormatString: text) } catch {
             return ([], [DatasetProblem(line: nil, "not a text-format InputIdentities: \(error)")])
         }
         var records: [IdentityRecord] = []
         var problems: [DatasetProblem] = []
-        for result in Self.records(of: input, line: nil) {
+        for result in Self.records(of: input, line: nil, region: region) {
             switch result {
             case .success(let record): records.append(record)
             case .failure(let problem): problems.append(problem)
@@ -147,9 +162,9 @@ public enum IdentityDataset {
 
     /// The records of parsed `InputIdentities` in number order, or for each entry whose number is not E.164 a
     /// problem (on `line` when the entry's line is known).
-    static func records(of input: InputIdentities, line: Int?) -> [Result<IdentityRecord, DatasetProblem>] {
+    static func records(of input: InputIdentities, line: Int?, region: DefaultRegion? = nil) -> [Result<IdentityRecord, DatasetProblem>] {
         input.identities.sorted { $0.key < $1.key }.map { raw, value in
-            guard let number = normalize(raw) else { return .failure(DatasetProblem(line: line, "\"\(raw)\" is not an E.164 number")) }
+            guard let number = normalize(raw, region: region) else { return .failure(DatasetProblem(line: line, "\"\(raw)\" is not an E.164 number")) }
             return .success(IdentityRecord(number: number, name: value.name, category: value.category, block: value.block,
                                            cacheExpiryMinutes: value.cacheExpiryMinutes))
         }
@@ -167,8 +182,16 @@ public enum IdentityDataset {
             }
             if data.count > maxIconBytes {
                 problems.append(DatasetProblem(line: nil, "\(path): icon of \(data.count) bytes exceeds \(maxIconBytes)"))
+                continue
+            }
+            var record = records[i]
+            record.icon = [UInt8](data)
+            let size = (try? record.callIdentity()?.count) ?? Int.max
+            if size > maxIdentityBytes {
+                let room = maxIdentityBytes - (size - data.count)
+                problems.append(DatasetProblem(line: nil, "\(path): the icon of \(data.count) bytes makes \(record.number)'s identity \(size) bytes, over the \(maxIdentityBytes) a PIR row holds (about \(max(room, 0)) bytes of icon fit with its name)"))
             } else {
-                records[i].icon = [UInt8](data)
+                records[i] = record
             }
         }
         return problems

@@ -23,8 +23,9 @@ public enum IdentityStream {
 
     /// Streams `input` (an identities CSV, or text-format `InputIdentities` when it ends in `.txtpb`) into
     /// `blockPath` and `identityPath`; icons come from `icons/<number>.heic`. Rows with problems are skipped and
-    /// reported with their line numbers; the caller decides whether any problem fails the build.
-    public static func build(input: String, blockPath: String, identityPath: String, icons: String?,
+    /// reported with their line numbers; the caller decides whether any problem fails the build. `region` reads
+    /// numbers written without `+` as national numbers.
+    public static func build(input: String, blockPath: String, identityPath: String, icons: String?, region: DefaultRegion? = nil,
                              progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
         var reader = try LineReader(path: input)
         let size = reader.size
@@ -41,7 +42,7 @@ public enum IdentityStream {
                     } catch {
                         return sink.problem(DatasetProblem(line: first, "not a text-format InputIdentities entry: \(error)"))
                     }
-                    for result in IdentityDataset.records(of: entry, line: first) {
+                    for result in IdentityDataset.records(of: entry, line: first, region: region) {
                         switch result {
                         case .success(let record): try sink.add(record, line: first)
                         case .failure(let problem): sink.problem(problem)
@@ -53,7 +54,7 @@ public enum IdentityStream {
             if let (line, _) = splitter.unfinished { sink.problem(DatasetProblem(line: line, "the file ends inside this entry")) }
         } else {
             _ = try reader.forEachLine(progress: { progress($0, size) }) { line, bytes in
-                switch IdentityDataset.parseCSVLine(Substring(decoding: bytes, as: UTF8.self), lineNumber: line) {
+                switch IdentityDataset.parseCSVLine(Substring(decoding: bytes, as: UTF8.self), lineNumber: line, region: region) {
                 case .success(nil): return
                 case .failure(let p): sink.problem(p)
                 case .success(let record?): try sink.add(record, line: line)

@@ -40,6 +40,13 @@ public enum KeywordRowSource {
     }
 }
 
+extension KeywordRowSource {
+    /// A keyword as a problem report shows it: the text when it is printable ASCII (a phone number), else hex.
+    public static func describe(keyword: [UInt8]) -> String {
+        keyword.allSatisfy({ (0x21...0x7e).contains($0) }) ? String(decoding: keyword, as: UTF8.self) : "0x" + keyword.hexString
+    }
+}
+
 extension FileDigest {
     /// The digest as a manifest's input record.
     func input(path: String) -> DatasetManifest.Input { DatasetManifest.Input(path: path, bytes: bytes, sha256: sha256) }

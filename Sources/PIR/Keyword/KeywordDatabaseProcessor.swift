@@ -65,7 +65,8 @@ public enum KeywordDatabaseProcessor {
             }
             seen[hash] = i
             guard row.value.count <= HashBucket.maxValueLength else {
-                throw PIRError.invalidDatabase("row \(i + 1): value of \(row.value.count) bytes exceeds 65535")
+                let keyword = row.keyword.allSatisfy({ (0x21...0x7e).contains($0) }) ? String(decoding: row.keyword, as: UTF8.self) : "\(row.keyword.count)-byte keyword"
+                throw PIRError.invalidDatabase("row \(i + 1) (keyword \(keyword)): value of \(row.value.count) bytes exceeds \(HashBucket.maxValueLength)")
             }
             shards[sharding.shardIndex(keywordHash: hash, shardCount: shardCount)]
                 .append(HashBucket.Entry(keywordHash: hash, value: row.value))

@@ -27,6 +27,9 @@ struct ProcessDatabaseCommand: ParsableCommand {
         --max-bucket-size) to keep the config id across updates. A changed shard is updated in place: only the
         plaintexts of the cuckoo buckets the change touches are encoded again (--relayout lays changed shards out
         as a build from nothing would, byte for byte, and encodes them whole).
+
+        A full build prints the tables' load factor, and warns when a --fixed-bucket-count leaves them under 10% full.
+        Exit status: 64 bad usage, 65 bad data, 66 an unreadable input, 74 a failure to build or write the output.
         """)
 
     @Option(help: "Keyword database (.csv or .binpb).")
@@ -123,8 +126,7 @@ struct ProcessDatabaseCommand: ParsableCommand {
                 report = try builder.build(input: input ?? "", previous: previousVersion)
             }
         } catch let error as DatasetError {
-            writeStderr("process-db failed, output unchanged: \(error)\n")
-            throw ExitCode(2)
+            throw DataExitStatus.fail("process-db failed, output unchanged: \(error)", status: DataExitStatus.status(of: error))
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         let manifest = report.manifest
@@ -142,6 +144,23 @@ struct ProcessDatabaseCommand: ParsableCommand {
             the relinearization key, key compression \(options.keyCompression))
 
             """)
+        if let valueBytes = report.valueBytes {
+            let fill = try TableFill.of(manifestPath: "\(output)/\(DatasetManifest.fileName(stem: manifest.stem))", valueBytes: valueBytes)
+            writeStderr("load factor \(Self.percent(fill.fraction)): the rows take \(fill.used) of the \(fill.capacity) bytes of \(fill.buckets) buckets of \(fill.bucketBytes) bytes\n")
+            if let fixed = options.fixedBucketCount, fill.fraction < 0.1 {
+                writeStderr("""
+                    warning: --fixed-bucket-count \(fixed) leaves the tables \(Self.percent(fill.fraction)) full for \(manifest.rows) rows; every query \
+                    computes over the whole table and the output takes \(report.bytesWritten) bytes. About \
+                    \(fill.bucketsForHalfFull(shards: manifest.shards.count)) buckets per shard would hold these rows half full \
+                    (keep some room for growth: a fixed count keeps the config id across updates).
+
+                    """)
+            }
+        }
+    }
+
+    static func percent(_ fraction: Double) -> String {
+        fraction >= 0.01 ? String(format: "%.0f%%", fraction * 100) : String(format: "%.2g%%", fraction * 100)
     }
 
     /// Rows in a CSV (non-empty lines, less a header) or a `.binpb`, for `--entries-per-shard`.
