@@ -46,6 +46,12 @@ public enum TestPostgres {
         }
     }
 
+    /// The CA (a self-signed certificate naming `localhost` only, not 127.0.0.1) of the test server's TLS; nil for a
+    /// server given by `CALLVEIL_TEST_POSTGRES`.
+    public static func certificate() async throws -> String? {
+        try await TestPostgresServer.shared.start().certificate
+    }
+
     /// The tests' PostgreSQL logger.
     public static let logger = Logger(label: "callveil.test.postgres")
 
@@ -63,6 +69,8 @@ struct TestPostgresEndpoint: Sendable {
     let port: Int
     let user: String
     let password: String
+    /// The server's self-signed certificate when it serves TLS.
+    var certificate: String? = nil
 }
 
 /// Starts the test server once.
@@ -91,6 +99,13 @@ actor TestPostgresServer {
         try Data((password + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/pw"))
         // PostgreSQL refuses to run as root: as root, the server runs as Debian's `postgres` user.
         let asUser: [String] = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []
+        // TLS with a self-signed certificate naming localhost only (Debian's default is self-signed too): the
+        // sslmode tests connect to 127.0.0.1, which verify-full must refuse and verify-ca accept.
+        try await run(["/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                       "-keyout", "\(directory)/server.key", "-out", "\(directory)/server.crt", "-days", "2", "-subj", "/CN=localhost",
+                       "-addext", "subjectAltName=DNS:localhost"])
+        chmod("\(directory)/server.key", 0o600)
+        chmod("\(directory)/server.crt", 0o644)
         if getuid() == 0 { try await run(["/bin/chown", "-R", "postgres", directory]) }
         try await run(asUser + ["\(bin)/initdb", "-D", "\(directory)/data", "-U", "callveil", "--auth=scram-sha-256",
                           "--pwfile=\(directory)/pw", "-E", "UTF8", "--no-sync"])
@@ -102,7 +117,8 @@ actor TestPostgresServer {
         let watchdog = """
             \(asUser.joined(separator: " ")) \(bin)/postgres -D \(directory)/data -p \(port) -k \(directory) \
               -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-              -c max_connections=400 > \(directory)/log 2>&1 &
+              -c max_connections=400 -c ssl=on -c ssl_cert_file=\(directory)/server.crt -c ssl_key_file=\(directory)/server.key \
+              > \(directory)/log 2>&1 &
             while [ "$(cut -d' ' -f4 /proc/$$/stat)" = "\(getpid())" ]; do sleep 0.5; done
             kill -INT "$(head -1 \(directory)/data/postmaster.pid)" 2>/dev/null
             sleep 2; rm -rf \(directory)
@@ -114,7 +130,8 @@ actor TestPostgresServer {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let endpoint = TestPostgresEndpoint(host: "127.0.0.1", port: port, user: "callveil", password: password)
+        let endpoint = TestPostgresEndpoint(host: "127.0.0.1", port: port, user: "callveil", password: password,
+                                            certificate: "\(directory)/server.crt")
         for _ in 0..<150 {
             if let connection = try? await PostgresConnection.connect(
                 configuration: .init(host: endpoint.host, port: endpoint.port, username: endpoint.user,

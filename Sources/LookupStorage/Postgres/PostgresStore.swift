@@ -25,6 +25,7 @@ public final class PostgresStore: Sendable {
 
     /// Connects to `settings.url`, checks the connection and applies pending migrations.
     public static func connect(_ settings: PostgresSettings, sealing: StoreSealing, logger: Logger) async throws -> PostgresStore {
+        try await probe(settings, logger: logger)
         let store = PostgresStore(settings: settings, sealing: sealing, logger: logger)
         do {
             _ = try await store.transaction("migrations", timeout: migrationTimeout) { connection in
@@ -35,6 +36,45 @@ public final class PostgresStore: Sendable {
             throw error
         }
         return store
+    }
+
+    /// Makes one connection first, so that a server that cannot be reached, a refused login or a certificate that
+    /// does not verify ends the start (or a command) within the operation deadline with the reason, instead of the
+    /// pool retrying in the background until the migrations' deadline.
+    static func probe(_ settings: PostgresSettings, logger: Logger) async throws {
+        let configuration: PostgresConnection.Configuration
+        do { configuration = try settings.connectionConfiguration() } catch {
+            throw StoreError(.invalidConfiguration, "cannot set up TLS for \(settings.redacted) (\(settings.tlsDescription)): \(error)")
+        }
+        let deadline = max(settings.operationTimeout, .seconds(5))
+        do {
+            try await Deadline.run(deadline, expired: {
+                StoreError(.unavailable, "cannot connect to \(settings.redacted) (\(settings.tlsDescription)): no answer within \(deadline)")
+            }, discard: { _ in }) {
+                let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+                try? await connection.close()
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.unavailable, "cannot connect to \(settings.redacted) (\(settings.tlsDescription)): \(Self.reason(error))")
+        }
+    }
+
+    /// A connection failure as an operator can act on it (postgres-nio's own description hides the cause).
+    static func reason(_ error: any Error) -> String {
+        let text = String(reflecting: error)
+        if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            return "the server's certificate does not verify against sslrootcert (sslmode=require encrypts without verifying; verify-ca and verify-full need the CA that signed it)"
+        }
+        if text.contains("hostname") || text.contains("Hostname") {
+            return "the server's certificate does not name this host (verify-full); connect by a name it has, or use verify-ca"
+        }
+        if text.contains("sslUnsupported") || text.contains("SSL") && text.contains("unsupported") {
+            return "the server does not offer TLS (ssl = off), and sslmode asks for it"
+        }
+        if let psql = error as? PSQLError, let message = psql.serverInfo?[.message] { return message }
+        return text.count > 400 ? String(text.prefix(400)) + "…" : text
     }
 
     private init(settings: PostgresSettings, sealing: StoreSealing, logger: Logger) {
