@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # and at full width on 2 cores its deadline and heartbeat tests failed by load, not by fault.
 SWIFT_TEST_FLAGS ?= --parallel --experimental-maximum-parallelization-width 2
 
-.PHONY: deps test run bench build clean cluster-test chaos fuzz overload
+.PHONY: deps test run bench build clean cluster-test chaos fuzz overload dist dist-test
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -60,6 +60,16 @@ overload: deps
 fuzz: deps
 	bash fuzz/run.sh
 
+# A release build with the Swift runtime linked in and a Debian package of it (scripts/dist.sh): dist/callveil_<v>_<arch>.deb.
+dist:
+	bash scripts/dist.sh
+
+# The package installed with dpkg into a fresh Debian 12 root from debootstrap (no Swift there): serve from the
+# installed unit's command line, a query from outside, SIGTERM with an HTTP/2 client connected, purge
+# (scripts/dist-test.sh; root; about 15 minutes from a clean checkout, most of it the release build). Run by CI.
+dist-test: deps
+	bash scripts/dist-test.sh
+
 # Main job: a local service with a demo dataset on 127.0.0.1:8080 (scripts/demo.sh).
 run: deps
 	bash scripts/demo.sh
@@ -72,4 +82,4 @@ bench: deps
 	bash bench/run-cluster-bench.sh
 
 clean:
-	rm -rf .build .build-*
+	rm -rf .build .build-* dist

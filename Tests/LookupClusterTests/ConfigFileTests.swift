@@ -67,6 +67,22 @@ struct ConfigFileTests {
         #expect(error?.description.contains("unknown keys heartbeatTimeout, workers[0].role") == true, "\(String(describing: error))")
     }
 
+    @Test("State goes to stateDirectory (created, mode 0700), inputs stay relative to the config file")
+    func stateDirectory() throws {
+        let directory = try temporaryDirectory()
+        let path = "\(directory)/service-config.json"
+        try Data(#"{"users": [], "usecases": [{"name": "a", "fileStem": "data/shard"}], "stateDirectory": "state", "gateway": {}, "reports": {}}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let config = try ServiceConfig.load(path: path)
+        #expect(config.stateDirectory == "\(directory)/state")
+        #expect(config.keys?.database == "\(directory)/state/keys.sqlite")
+        #expect(config.privacyPass?.nonceDatabase == "\(directory)/state/nonces.sqlite" && config.privacyPass?.keyDirectory == "\(directory)/state/issuer-keys")
+        #expect(config.gateway?.keyDirectory == "\(directory)/state/gateway-keys")
+        #expect(config.reports?.database == "\(directory)/state/reports.sqlite" && config.reports?.reporterKeyFile == "\(directory)/state/reporter.key")
+        #expect(config.usecases[0].fileStem == "\(directory)/data/shard", "inputs resolve against the config file")
+        #expect(try FileManager.default.attributesOfItem(atPath: "\(directory)/state")[.posixPermissions] as? Int == 0o700)
+    }
+
     @Test("User tokens iOS would not send (not base64) are found, by tier and position")
     func userTokensNotBase64() {
         let config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA", "not base64!", "QUJD"]), .init(tier: "tier2", tokens: ["", "QUJDRA=="])],

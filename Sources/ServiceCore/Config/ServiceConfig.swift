@@ -32,6 +32,12 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
     public var callDirectory: CallDirectory?
     /// The URL-filter prefilter download and `/report`.
     public var urlFilter: URLFilter?
+    /// Where the service writes its state: relative paths of the key store, the nonce store, the issuer and gateway
+    /// keys and the report store resolve against it (absolute, or relative to the config file). Default:
+    /// `$STATE_DIRECTORY` when systemd sets it (`StateDirectory=`), else the config file's directory. Inputs (use
+    /// cases, TLS files, the password and key-encryption-key files) stay relative to the config file, which may be
+    /// read-only.
+    public var stateDirectory: String?
 
     /// A configuration.
     public init(users: [UserTier], usecases: [UseCase], keys: Keys? = nil, privacyPass: PrivacyPass? = nil,
@@ -44,8 +50,8 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         self.concurrentQueries = concurrentQueries
     }
 
-    /// Reads and validates a config file; relative paths become absolute against the file's directory. A key no
-    /// setting has is an error.
+    /// Reads and validates a config file; relative paths become absolute against the file's directory (those of
+    /// the state the service writes, against `stateDirectory`). A key no setting has is an error.
     public static func load(path: String) throws -> ServiceConfig {
         let url = URL(fileURLWithPath: path)
         let data: Data
@@ -59,27 +65,31 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
         }
         let base = url.deletingLastPathComponent().path
         func resolve(_ p: String) -> String { p.hasPrefix("/") ? p : base + "/" + p }
+        let systemdState = ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+        let state = resolve(config.stateDirectory ?? systemdState ?? base)
+        config.stateDirectory = state
+        func resolveState(_ p: String) -> String { p.hasPrefix("/") ? p : state + "/" + p }
         for i in config.usecases.indices {
             config.usecases[i].fileStem = config.usecases[i].fileStem.map(resolve)
             config.usecases[i].manifest = config.usecases[i].manifest.map(resolve)
         }
         var keys = config.keys ?? Keys()
-        keys.database = resolve(keys.database ?? "keys.sqlite")
+        keys.database = resolveState(keys.database ?? "keys.sqlite")
         config.keys = keys
         var privacyPass = config.privacyPass ?? PrivacyPass()
-        privacyPass.keyDirectory = resolve(privacyPass.keyDirectory ?? "issuer-keys")
-        privacyPass.nonceDatabase = resolve(privacyPass.nonceDatabase ?? "nonces.sqlite")
+        privacyPass.keyDirectory = resolveState(privacyPass.keyDirectory ?? "issuer-keys")
+        privacyPass.nonceDatabase = resolveState(privacyPass.nonceDatabase ?? "nonces.sqlite")
         config.privacyPass = privacyPass
         if var gateway = config.gateway {
-            gateway.keyDirectory = resolve(gateway.keyDirectory ?? "gateway-keys")
+            gateway.keyDirectory = resolveState(gateway.keyDirectory ?? "gateway-keys")
             config.gateway = gateway
         }
         if config.reports != nil || config.callDirectory != nil || config.urlFilter != nil {
             // The feed and URL reports need the report store too; without a `reports` section its endpoint is off.
             var reports = config.reports ?? Reports()
             if config.reports == nil { reports.enabled = false }
-            reports.database = resolve(reports.database ?? "reports.sqlite")
-            reports.reporterKeyFile = resolve(reports.reporterKeyFile ?? "reporter.key")
+            reports.database = resolveState(reports.database ?? "reports.sqlite")
+            reports.reporterKeyFile = resolveState(reports.reporterKeyFile ?? "reporter.key")
             config.reports = reports
         }
         if var urlFilter = config.urlFilter {
@@ -97,6 +107,11 @@ public struct ServiceConfig: Codable, Sendable, Equatable {
             config.database = database
         }
         try config.validate()
+        if !FileManager.default.fileExists(atPath: state) {
+            do { try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) } catch {
+                throw ConfigError("cannot create the state directory \(state): \(error.localizedDescription)")
+            }
+        }
         return config
     }
 

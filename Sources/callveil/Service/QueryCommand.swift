@@ -1,8 +1,10 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Dataset
 import Foundation
 import LookupClient
 import LookupProtocol
+import NIOSSL
 
 /// `callveil query`: looks numbers up like an iPhone does (Privacy Pass tokens, config sync, key upload,
 /// encrypted queries) and prints the decrypted block decision and identity.
@@ -35,12 +37,31 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(help: "Token issuer base URL (default: the server URL).")
     var issuerUrl: String?
 
+    @Option(help: "For https: a CA certificate (PEM) to trust besides the system's, as a server with a private CA needs.")
+    var ca: String?
+
     func run() async throws {
+        var client = HTTPClient.shared
+        if let ca {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(ca)]
+            client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        }
         let authorization: any AuthorizationProvider = userToken.map {
-            PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: issuerUrl ?? url), userToken: $0)
+            PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: issuerUrl ?? url, client: client), userToken: $0)
         } ?? NoAuthorization()
-        let device = LookupDevice(http: LookupHTTPClient(baseURL: url), userIdentifier: userIdentifier ?? UUID().uuidString,
+        let device = LookupDevice(http: LookupHTTPClient(baseURL: url, client: client), userIdentifier: userIdentifier ?? UUID().uuidString,
                                   userAgent: userAgent, authorization: authorization)
+        do {
+            try await lookUp(device)
+        } catch {
+            if ca != nil { try? await client.shutdown() }
+            throw error
+        }
+        if ca != nil { try? await client.shutdown() }
+    }
+
+    private func lookUp(_ device: LookupDevice) async throws {
         try await device.syncConfig([blockUsecase, identityUsecase])
         for raw in number {
             guard let normalized = IdentityDataset.normalize(raw) else { throw ValidationError("\(raw) is not an E.164 number") }

@@ -5,6 +5,7 @@ import Foundation
 import LookupCoordinator
 import LookupDeployment
 import LookupService
+import ServiceCore
 
 /// `callveil serve`: the single-host service: the PIR endpoints and the token issuer on `--host:--port`, `/healthz`
 /// and `/metrics` on the admin listener (`http.adminHost:adminPort` of the service config, 127.0.0.1:9090 by default).
@@ -37,7 +38,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         let tracing = try tracingFromEnvironment(serviceName: "callveil", logger: logger)
         let cluster = try EmbeddedCluster(tracer: tracing?.tracer)
-        let dataDirectory = URL(fileURLWithPath: config).deletingLastPathComponent().appendingPathComponent("embedded-workers").path
+        // The embedded workers' shard copies go with the rest of the state (`stateDirectory`, systemd's $STATE_DIRECTORY).
+        let state = try ServiceConfig.load(path: config).stateDirectory ?? URL(fileURLWithPath: config).deletingLastPathComponent().path
+        let dataDirectory = state + "/embedded-workers"
         let (server, embedded) = try await cluster.startServer(configPath: config, workers: workers, threads: nil,
                                                                dataDirectory: dataDirectory, logger: logger)
         let workerCount = workers
