@@ -229,7 +229,7 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage",
                            "Reports", "LookupWorker", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
                            "LookupDeployment", "LookupClient", "ZeroMQ", logging, serviceLifecycle, unixSignals,
-                           hummingbird, argumentParser, asyncHTTPClient],
+                           hummingbird, argumentParser, asyncHTTPClient, nioSSL],
             swiftSettings: strict),
         .target(
             name: "LoadGeneration",
