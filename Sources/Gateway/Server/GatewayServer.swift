@@ -105,10 +105,10 @@ public final class GatewayServer: Sendable {
         let app = Application(responder: makeRouter().buildResponder(), server: server,
                            configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil",
                                                 availableConnectionsDelegate: MaximumAvailableConnections(http.maxConnections ?? 1024)),
-                           services: [NamedListener(adminApplication, listener: "admin listener", host: adminHost, port: adminPort), upkeep],
+                           services: [ListenerService(adminApplication, listener: "admin listener", host: adminHost, port: adminPort, logger: logger), upkeep],
                            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) }, logger: logger)
-        return NamedListener(ShutdownDeadline(app, connectionGuard: connectionGuard, grace: http.shutdownGrace, logger: logger),
-                             listener: "public port", host: host, port: port)
+        return ListenerService(app, listener: "public port", host: host, port: port,
+                               shutdown: (connectionGuard, http.shutdownGrace), logger: logger)
     }
 
     /// Closes the connections to the targets and the shared store.

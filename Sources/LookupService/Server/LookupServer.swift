@@ -251,7 +251,7 @@ public actor LookupServer {
                                            configuration: .init(address: .hostname(adminHost, port: adminPort), serverName: "CallVeil"),
                                            onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
                                            logger: logger)
-        var services: [any Service] = [NamedListener(adminApplication, listener: "admin listener", host: adminHost, port: adminPort), MaintenanceService(logger: logger) { [self, logger] in
+        var services: [any Service] = [ListenerService(adminApplication, listener: "admin listener", host: adminHost, port: adminPort, logger: logger), MaintenanceService(logger: logger) { [self, logger] in
             let purged = try await self.maintain()
             if purged > 0 { logger.info("expired evaluation keys deleted", metadata: ["count": .stringConvertible(purged)]) }
         }]
@@ -273,7 +273,7 @@ public actor LookupServer {
                            services: services,
                            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
                            logger: logger)
-        return NamedListener(ShutdownDeadline(app, connectionGuard: connectionGuard, grace: http.shutdownGrace, logger: logger),
-                             listener: "public port", host: host, port: port)
+        return ListenerService(app, listener: "public port", host: host, port: port,
+                               shutdown: (connectionGuard, http.shutdownGrace), logger: logger)
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import ServiceLifecycle
 
 /// A listener could not take its address, naming the address and the listener (NIO reports only
 /// `bind(descriptor:ptr:bytes:): Address already in use (errno: 98)`). Compare codes, not messages.
@@ -42,25 +41,4 @@ public struct ListenerError: Error, Hashable, Sendable, CustomStringConvertible 
     }
 
     public var description: String { "cannot listen on \(address) (\(listener)): \(reason) [\(code)]" }
-}
-
-/// Runs a listener's application and turns a failure to bind into a `ListenerError` naming its address.
-package struct NamedListener<Inner: Service>: Service {
-    package let inner: Inner
-    package let listener: String
-    package let host: String
-    package let port: Int
-
-    package init(_ inner: Inner, listener: String, host: String, port: Int) {
-        self.inner = inner
-        self.listener = listener
-        self.host = host
-        self.port = port
-    }
-
-    package func run() async throws {
-        do { try await inner.run() } catch {
-            throw ListenerError(error, listener: listener, host: host, port: port) ?? error
-        }
-    }
 }

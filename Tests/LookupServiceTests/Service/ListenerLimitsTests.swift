@@ -123,6 +123,23 @@ struct ListenerLimitsTests {
         await server.stop()
     }
 
+    /// A service on `protocol` (`http1`, `h2c`, or `tls` with a fresh self-signed certificate, whose file is returned)
+    /// over a small demo dataset, its config edited by `edit`.
+    static func start(protocol: String, edit: @escaping (inout ServiceConfig) -> Void) async throws -> (server: TestServer, ca: String) {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 30)
+        if `protocol` == "tls" { try await OHTTPInteropClient.run(["make-cert", directory]) }
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases) { config in
+            config.http?.protocol = `protocol`
+            if `protocol` == "tls" {
+                config.http?.tlsCertificateFile = "\(directory)/cert.pem"
+                config.http?.tlsKeyFile = "\(directory)/key.pem"
+            }
+            edit(&config)
+        })
+        return (server, "\(directory)/cert.pem")
+    }
+
     /// A client that speaks the protocol: curl over HTTP/2 (TLS with ALPN, or prior knowledge), or HTTP/1.1.
     static func curlStatus(_ url: String, protocol: String, ca: String?) async throws -> String {
         var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "--max-time", "8"]
@@ -138,21 +155,12 @@ struct ListenerLimitsTests {
     @Test("TLS and h2c: silent sockets and a half handshake are closed, and cannot lock live clients out of the capped listener",
           arguments: ["tls", "h2c", "http1"])
     func silentSocketsEveryProtocol(protocol: String) async throws {
-        let directory = try temporaryDirectory()
-        let data = try DemoDataset.make(in: directory, count: 30)
-        if `protocol` == "tls" { try await OHTTPInteropClient.run(["make-cert", directory]) }
-        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases) { config in
-            config.http?.protocol = `protocol`
+        let (server, ca) = try await Self.start(protocol: `protocol`) { config in
             config.http?.maxConnections = 4
             config.http?.requestTimeoutSeconds = 3
-            if `protocol` == "tls" {
-                config.http?.tlsCertificateFile = "\(directory)/cert.pem"
-                config.http?.tlsKeyFile = "\(directory)/key.pem"
-            }
-        })
+        }
         let port = try #require(URLComponents(string: server.url)?.port)
         let url = "\(`protocol` == "tls" ? "https" : "http")://127.0.0.1:\(port)"
-        let ca = "\(directory)/cert.pem"
         let expected = `protocol` == "http1" ? "200 1.1" : "200 2"
         #expect(try await Self.curlStatus(url, protocol: `protocol`, ca: ca) == expected, "a live client before the flood")
         // Four silent sockets, a half TLS ClientHello (or a half HTTP/2 preface, or half a request line) and more

@@ -9,20 +9,12 @@ struct ShutdownTests {
     @Test("Shutdown ends within the grace period with a client still connected: an HTTP/2 connection that never answers GOAWAY (TLS, h2c), an HTTP/1.1 request whose body stops; a request finishing within the grace is answered",
           arguments: ["tls", "h2c", "http1"])
     func endsWithinGrace(protocol: String) async throws {
-        let directory = try temporaryDirectory()
-        let data = try DemoDataset.make(in: directory, count: 30)
-        if `protocol` == "tls" { try await OHTTPInteropClient.run(["make-cert", directory]) }
-        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases) { config in
-            config.http?.protocol = `protocol`
+        let (server, ca) = try await ListenerLimitsTests.start(protocol: `protocol`) { config in
             // Without the grace period's end, the connections below would hold the server for a minute.
             config.http?.requestTimeoutSeconds = 60
             config.http?.minBodyBytesPerSecond = 1
             config.http?.shutdownGraceSeconds = 1
-            if `protocol` == "tls" {
-                config.http?.tlsCertificateFile = "\(directory)/cert.pem"
-                config.http?.tlsKeyFile = "\(directory)/key.pem"
-            }
-        })
+        }
         let port = try #require(URLComponents(string: server.url)?.port)
         var held: OHTTPInteropClient.HeldConnection?
         var finishing: RawConnection?, stalled: RawConnection?
@@ -39,7 +31,7 @@ struct ShutdownTests {
             stalled?.send(try await partial())
         } else {
             held = try await OHTTPInteropClient.HeldConnection.open(port: port, path: "/.well-known/private-token-issuer-directory",
-                                                                   ca: `protocol` == "tls" ? "\(directory)/cert.pem" : nil)
+                                                                   ca: `protocol` == "tls" ? ca : nil)
             #expect(held?.status == "200")
         }
         defer { held?.stop() }
