@@ -13,16 +13,19 @@ swift build -c release --static-swift-stdlib --product callveil --build-path "$b
 bin="$build/release/callveil"
 arch=$(dpkg --print-architecture)
 
-# The Debian package of each shared library the binary loads (the Swift runtime is linked in).
+# The Debian package of each shared library the binary links directly (its NEEDED entries, found where ldd finds
+# them; their own dependencies come with their packages). The Swift runtime is linked in.
 depends=()
-while read -r path; do
+while read -r name; do
+  path=$(ldd "$bin" | awk -v lib="$name" '$1 == lib && $3 ~ /^\// { print $3 } $1 ~ ("/" lib "$") { print $1 }')
+  [ -n "$path" ] || { echo "dist: the binary needs $name, which ldd does not find" >&2; exit 1; }
   package=""
   for candidate in "$path" "/usr$path" "$(readlink -f "$path")"; do
     package=$(dpkg -S "$candidate" 2>/dev/null | head -1 | cut -d: -f1) && [ -n "$package" ] && break
   done
   [ -n "$package" ] || { echo "dist: no Debian package owns $path (linked by the binary)" >&2; exit 1; }
   case " ${depends[*]-} " in *" $package "*) ;; *) depends+=("$package") ;; esac
-done < <(ldd "$bin" | awk '/=> \// { print $3 }')
+done < <(readelf -d "$bin" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p')
 if ldd "$bin" | grep -q 'libswift\|not found'; then
   echo "dist: the binary still loads the Swift runtime or misses a library:" >&2; ldd "$bin" >&2; exit 1
 fi

@@ -15,8 +15,8 @@ extension ServiceConfig {
         /// Seconds from accepting a connection to its first request's headers: TLS handshake, HTTP/2 preface and
         /// settings included (default: the request timeout, at most 10).
         public var handshakeTimeoutSeconds: Double?
-        /// Seconds requests in flight get to finish after SIGTERM; then every connection still open is closed and the
-        /// process exits (default 10).
+        /// Seconds from SIGTERM to the process's exit at most: requests in flight have until half a second before the
+        /// end, then every connection still open is closed (default 10).
         public var shutdownGraceSeconds: Double?
         /// Seconds a request may wait for compute before it is answered 503 (default 2).
         public var queueTimeoutSeconds: Double?

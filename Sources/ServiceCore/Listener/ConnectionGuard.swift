@@ -46,15 +46,20 @@ public final class ConnectionGuard: Sendable {
     /// One connection's requests in progress and timer; used on its event loop only.
     package final class Activity: @unchecked Sendable {
         let channel: any Channel
+        /// Closes the socket from the guard's place in the pipeline, before TLS: no close_notify sent or waited for.
+        let closeSocket: @Sendable () -> Void
         var open = 0
         var proven = false
         var timer: Scheduled<Void>?
 
-        init(channel: any Channel) { self.channel = channel }
+        init(channel: any Channel, closeSocket: @escaping @Sendable () -> Void) {
+            self.channel = channel
+            self.closeSocket = closeSocket
+        }
     }
 
-    package func opened(_ channel: any Channel) {
-        let activity = Activity(channel: channel)
+    package func opened(_ channel: any Channel, closeSocket: @escaping @Sendable () -> Void = {}) {
+        let activity = Activity(channel: channel, closeSocket: closeSocket)
         let evicted: (any Channel)? = state.withLock { s in
             s.connections[ObjectIdentifier(channel)] = activity
             s.arrivals += 1
@@ -78,12 +83,12 @@ public final class ConnectionGuard: Sendable {
         activity?.timer?.cancel()
     }
 
-    /// Closes every connection open now, whatever it is doing (the end of a shutdown's grace period); returns how
-    /// many there were.
+    /// Closes every connection open now, whatever it is doing (the end of a shutdown's grace period), at once: a TLS
+    /// peer is not waited for; returns how many there were.
     package func closeAll() -> Int {
-        let channels = state.withLock { $0.connections.values.map(\.channel) }
-        for channel in channels { channel.close(promise: nil) }
-        return channels.count
+        let connections = state.withLock { Array($0.connections.values) }
+        for connection in connections { connection.closeSocket() }
+        return connections.count
     }
 
     /// The connection a request channel belongs to: the channel of an HTTP/1.1 request, the parent of an HTTP/2
@@ -163,6 +168,9 @@ package final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChan
     private func register(_ context: ChannelHandlerContext) {
         guard !registered else { return }
         registered = true
-        connectionGuard.opened(context.channel)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        connectionGuard.opened(context.channel) {
+            bound.eventLoop.execute { bound.value.close(promise: nil) }
+        }
     }
 }

@@ -51,7 +51,7 @@ struct ShutdownTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         let elapsed = ContinuousClock.now - start
-        #expect(stopped && elapsed < .seconds(5), "the server stopped after \(elapsed) (grace 1 s, then 1 s for a TLS close), stopped: \(stopped)")
+        #expect(stopped && elapsed < .seconds(3), "the server stopped after \(elapsed) (grace 1 s), stopped: \(stopped)")
         if let stalled { #expect(await stalled.read(seconds: 2).closed, "the stalled request's connection is closed") }
         held?.stop()
         stalled = nil
