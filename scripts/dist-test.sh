@@ -5,7 +5,8 @@
 # installed binary as the callveil user, the example config given a user token and TLS; then `callveil serve` runs
 # with the installed unit's ExecStart (as the unit's user, with $STATE_DIRECTORY as systemd sets it), answers a
 # `callveil query` from outside the root, and stops on SIGTERM within its grace period while an HTTP/2 client keeps
-# its connection open. DIST_MIRROR (default http://deb.debian.org/debian) is the Debian mirror.
+# its connection open; then a coordinator and a worker run from their units (keygen, cluster.yaml, worker.env, CURVE on
+# loopback) and answer a query. DIST_MIRROR (default http://deb.debian.org/debian) is the Debian mirror.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -17,8 +18,10 @@ deb=$(ls -t dist/callveil_*.deb | head -1)
 bin="${DIST_BUILD_PATH:-.build-dist}/release/callveil"
 root=$(mktemp -d /tmp/callveil-root.XXXXXX)
 server=""
+worker=""
 cleanup() {
   [ -n "$server" ] && kill -9 "$server" 2>/dev/null || true
+  [ -n "$worker" ] && kill -9 "$worker" 2>/dev/null || true
   [ -n "${hold:-}" ] && kill -9 "$hold" 2>/dev/null || true
   umount "$root/proc" 2>/dev/null || true
   umount "$root/dev" 2>/dev/null || true
@@ -119,6 +122,58 @@ server=""
 elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
 step "stopped $elapsed ms after SIGTERM (grace ${grace} s; the unit's TimeoutStopSec is $(sed -n 's/^TimeoutStopSec=//p' "$root/lib/systemd/system/callveil.service") s)"
 [ "$elapsed" -le $(( grace * 1000 + 500 )) ] || fail "stopping took $elapsed ms, more than the grace period (and 0.5 s for the measurement)"
+# docs/cluster.md, A cluster: a coordinator and a worker from their units, on this root's loopback with CURVE.
+step "a cluster from the units: keygen, cluster.yaml, worker.env"
+coordinator_key=$(in_root callveil keygen --output /etc/callveil/coordinator.key)
+worker_key=$(in_root callveil keygen --output /etc/callveil/worker.key)
+in_root chown callveil /etc/callveil/coordinator.key /etc/callveil/worker.key
+sed -e 's|^bind: .*|bind: tcp://127.0.0.1:5555|' -e 's|^replication: .*|replication: 1|' -e '/^  - id: worker-2/,$d' \
+  -e "s|REPLACE-WITH-worker-1-PUBLIC-KEY-40-CHARS|$worker_key|" "$root/usr/share/doc/callveil/examples/cluster.yaml" > "$root/etc/callveil/cluster.yaml"
+printf 'WORKER_ID=worker-1\nCOORDINATOR_ARGS=--coordinator tcp://127.0.0.1:5555 --server-key %s\n' "$coordinator_key" > "$root/etc/callveil/worker.env"
+in_root chgrp callveil /etc/callveil/cluster.yaml /etc/callveil/worker.env
+# Each unit's ExecStart with its EnvironmentFile's variables put in as systemd does (an unbraced $VAR is split into
+# words when the command runs; globbing is off for it, since a Z85 key may hold * or ?).
+unit_command() {
+  local unit="$root/lib/systemd/system/$1.service" command line key value file
+  command=$(awk '/^ExecStart=/ { on = 1; sub(/^ExecStart=/, "") } on { line = $0; more = sub(/\\$/, "", line); printf "%s ", line; if (!more) exit }' "$unit")
+  file=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
+  if [ -n "$file" ]; then
+    while read -r line; do
+      case "$line" in ''|\#*|[!A-Za-z_]*) continue ;; esac
+      key=${line%%=*} value=${line#*=}
+      command=${command//"\${$key}"/"$value"}
+      command=${command//"\$$key"/"$value"}
+    done < "$root$file"
+  fi
+  echo "$command"
+}
+coordinator_cmd=$(unit_command callveil-coordinator)
+worker_cmd=$(unit_command callveil-worker)
+step "ExecStart=$coordinator_cmd"
+step "ExecStart=$worker_cmd"
+set -f
+chroot --userspec="$user:$user" "$root" /usr/bin/env -i PATH=/usr/bin:/bin STATE_DIRECTORY=/var/lib/callveil $coordinator_cmd \
+  > /tmp/callveil-dist-coordinator.log 2>&1 &
+server=$!
+chroot --userspec="$user:$user" "$root" /usr/bin/env -i PATH=/usr/bin:/bin STATE_DIRECTORY=/var/lib/callveil $worker_cmd \
+  > /tmp/callveil-dist-worker.log 2>&1 &
+worker=$!
+set +f
+# The worker receives its shards from the coordinator first: ask until it answers (30 s at most).
+for _ in $(seq 1 15); do
+  answer=$("$bin" query --url "https://127.0.0.1:$port" --ca "$root/etc/callveil/tls.crt" --user-token AAAA \
+    --block-usecase com.example.app.block --identity-usecase com.example.app.identity --number "${samples[0]}" 2>&1) && break
+  sleep 2
+done
+echo "$answer" | sed 's/^/  /'
+echo "$answer" | grep -q "block: BLOCKED" || { tail -5 /tmp/callveil-dist-coordinator.log /tmp/callveil-dist-worker.log; fail "the cluster did not answer"; }
+kill -TERM "$server" "$worker"
+for _ in $(seq 1 150); do kill -0 "$server" 2>/dev/null || kill -0 "$worker" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$server" 2>/dev/null && fail "the coordinator did not stop"
+kill -0 "$worker" 2>/dev/null && fail "the worker did not stop"
+server=""
+worker=""
+step "the coordinator and worker units' command lines served the query through CURVE and stopped on SIGTERM"
 in_root dpkg --purge callveil > /dev/null
 [ ! -e "$root/var/lib/callveil" ] && ! in_root getent passwd callveil > /dev/null || fail "purge left the state or the user"
-step "PASS: installed on a fresh Debian 12 root without Swift, served a query, stopped with an HTTP/2 client connected, purged"
+step "PASS: installed on a fresh Debian 12 root without Swift; one host and a coordinator with a worker served queries from the units' command lines; stopped with an HTTP/2 client connected; purged"
