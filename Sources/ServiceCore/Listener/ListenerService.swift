@@ -4,8 +4,9 @@ import ServiceLifecycle
 /// Runs a listener's application. A failure to bind becomes a `ListenerError` naming the address and the listener.
 /// With a connection guard, shutdown is bounded: on SIGTERM the listener stops accepting, HTTP/1.1 connections close
 /// after their current response and HTTP/2 connections get GOAWAY; requests in flight then get `grace` less half a
-/// second to finish, and every connection still open is closed at once (a TLS peer is not waited for). Without that bound, an idle HTTP/2 client that never answers the
-/// GOAWAY ping (a relay's long-lived connection) kept the process running until the client left.
+/// second to finish, and every connection still open is closed at once (a TLS peer is not waited for). Without that
+/// bound, an idle HTTP/2 client that never answers the GOAWAY ping (a relay's long-lived connection) kept the process
+/// running until the client left.
 package struct ListenerService<Inner: Service>: Service {
     package let inner: Inner
     /// Which listener (`public port`, `admin listener`) and where.
