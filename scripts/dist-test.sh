@@ -99,7 +99,7 @@ curl -sf http://127.0.0.1:9090/healthz > /dev/null || { cat /tmp/callveil-dist-s
 [ ! -e "$root/etc/callveil/keys.sqlite" ] || fail "the service wrote beside its config"
 
 step "callveil query from outside the root (https, HTTP/2)"
-answer=$("$bin" query --url "https://127.0.0.1:$port" --ca "$root/etc/callveil/tls.crt" --user-token AAAA \
+answer=$(timeout 60 "$bin" query --url "https://127.0.0.1:$port" --ca "$root/etc/callveil/tls.crt" --user-token AAAA \
   --block-usecase com.example.app.block --identity-usecase com.example.app.identity --number "${samples[0]}" --number "${samples[3]}")
 echo "$answer" | sed 's/^/  /'
 echo "$answer" | grep -q "block: BLOCKED" || fail "the blocked sample was not answered BLOCKED"
@@ -127,8 +127,10 @@ step "a cluster from the units: keygen, cluster.yaml, worker.env"
 coordinator_key=$(in_root callveil keygen --output /etc/callveil/coordinator.key)
 worker_key=$(in_root callveil keygen --output /etc/callveil/worker.key)
 in_root chown callveil /etc/callveil/coordinator.key /etc/callveil/worker.key
-sed -e 's|^bind: .*|bind: tcp://127.0.0.1:5555|' -e 's|^replication: .*|replication: 1|' -e '/^  - id: worker-2/,$d' \
-  -e "s|REPLACE-WITH-worker-1-PUBLIC-KEY-40-CHARS|$worker_key|" "$root/usr/share/doc/callveil/examples/cluster.yaml" > "$root/etc/callveil/cluster.yaml"
+# The key goes in with bash's substitution, quoted: a Z85 key may hold & or |, which sed would read.
+cluster_yaml=$(sed -e 's|^bind: .*|bind: tcp://127.0.0.1:5555|' -e 's|^replication: .*|replication: 1|' -e '/^  - id: worker-2/,$d' \
+  "$root/usr/share/doc/callveil/examples/cluster.yaml")
+printf '%s\n' "${cluster_yaml//REPLACE-WITH-worker-1-PUBLIC-KEY-40-CHARS/"$worker_key"}" > "$root/etc/callveil/cluster.yaml"
 printf 'WORKER_ID=worker-1\nCOORDINATOR_ARGS=--coordinator tcp://127.0.0.1:5555 --server-key %s\n' "$coordinator_key" > "$root/etc/callveil/worker.env"
 in_root chgrp callveil /etc/callveil/cluster.yaml /etc/callveil/worker.env
 # Each unit's ExecStart with its EnvironmentFile's variables put in as systemd does (an unbraced $VAR is split into
@@ -161,7 +163,9 @@ worker=$!
 set +f
 # The worker receives its shards from the coordinator first: ask until it answers (30 s at most).
 for _ in $(seq 1 15); do
-  answer=$("$bin" query --url "https://127.0.0.1:$port" --ca "$root/etc/callveil/tls.crt" --user-token AAAA \
+  kill -0 "$server" 2>/dev/null || { cat /tmp/callveil-dist-coordinator.log; fail "the coordinator exited"; }
+  kill -0 "$worker" 2>/dev/null || { cat /tmp/callveil-dist-worker.log; fail "the worker exited"; }
+  answer=$(timeout 20 "$bin" query --url "https://127.0.0.1:$port" --ca "$root/etc/callveil/tls.crt" --user-token AAAA \
     --block-usecase com.example.app.block --identity-usecase com.example.app.identity --number "${samples[0]}" 2>&1) && break
   sleep 2
 done
