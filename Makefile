@@ -1,7 +1,7 @@
 # CallVeil: the two set-up commands are `make run` and `make test` (see README.md).
 SHELL := /bin/bash
 # Debian packages the build, tests and benchmarks need; installed only when missing.
-DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iproute2 curl python3 python3-venv postgresql
+DEB_PACKAGES := valgrind libsqlite3-dev zlib1g-dev libzmq3-dev liblz4-dev iproute2 curl python3 python3-venv postgresql prometheus
 # PyPI packages of the Oblivious HTTP interop test (scripts/ohttp-client.py: an independent HPKE and HTTP/2 client),
 # installed into .build-venv.
 PY_PACKAGES := pyhpke==0.6.5 httpx==0.28.1 h2==4.4.1 cryptography==50.0.2
@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # and at full width on 2 cores its deadline and heartbeat tests failed by load, not by fault.
 SWIFT_TEST_FLAGS ?= --parallel --experimental-maximum-parallelization-width 2
 
-.PHONY: deps test run bench build clean cluster-test chaos fuzz overload dist dist-test
+.PHONY: deps test run bench build clean cluster-test chaos fuzz overload dist dist-test monitoring-test
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -30,10 +30,20 @@ build:
 test: deps
 	python3 scripts/check-layout.py
 	bash scripts/swift-test.sh $(SWIFT_TEST_FLAGS)
+	$(MAKE) --no-print-directory monitoring-test
 	@if ip netns add callveil-probe 2>/dev/null; then ip netns del callveil-probe; \
 	  $(MAKE) --no-print-directory cluster-test && $(MAKE) --no-print-directory chaos; \
 	  else echo "network namespaces not available here: skipping the netns cluster test and the chaos run"; fi
 	$(MAKE) --no-print-directory overload
+
+# The monitoring kit (cluster/monitoring): promtool checks and unit-tests the rules; then a real Prometheus scrapes a
+# coordinator, a worker and the canary on loopback, a worker is killed and the shard alert must fire, and every
+# dashboard expression must evaluate (cluster/monitoring/e2e-test.sh, about 75 s).
+monitoring-test: deps
+	promtool check rules cluster/monitoring/callveil-rules.yml
+	promtool test rules cluster/monitoring/callveil-rules.test.yml
+	promtool check config cluster/monitoring/prometheus.yml
+	bash cluster/monitoring/e2e-test.sh
 
 # Network namespaces, real TCP with CURVE (needs root): kill a worker, add one (cluster/netns-test.sh); two
 # coordinators on one PostgreSQL: a token spent once across both, the leader killed under load, takeover, rejoin

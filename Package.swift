@@ -221,7 +221,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LookupClient",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass", asyncHTTPClient, nioCore, nioHTTP1,
+            dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass", "ObliviousHTTP", asyncHTTPClient, nioCore, nioHTTP1,
                            crypto],
             swiftSettings: strict),
         .executableTarget(
@@ -229,7 +229,7 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage",
                            "Reports", "LookupWorker", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
                            "LookupDeployment", "LookupClient", "ZeroMQ", logging, serviceLifecycle, unixSignals,
-                           hummingbird, argumentParser, asyncHTTPClient, nioSSL],
+                           hummingbird, argumentParser, asyncHTTPClient, nioSSL, nioCore, "ObliviousHTTP"],
             swiftSettings: strict),
         .target(
             name: "LoadGeneration",

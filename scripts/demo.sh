@@ -10,14 +10,14 @@ swift build --product callveil
 bin="$(swift build --show-bin-path)/callveil"
 demo="$top/.demo"
 mkdir -p "$demo"
-if [ ! -f "$demo/block/shard.manifest.json" ] || [ "$(cat "$demo/count" 2>/dev/null)" != "$count" ]; then
+if [ ! -f "$demo/block/shard.manifest.json" ] || [ "$(cat "$demo/count" 2>/dev/null)" != "$count+test" ]; then
   rm -rf "$demo/block" "$demo/identity"
-  "$bin" generate-demo --count "$count" --output "$demo/identities.csv"
+  "$bin" generate-demo --count "$count" --with-test-identity --output "$demo/identities.csv"
   "$bin" build-db --input "$demo/identities.csv" --output "$demo"
   # Block: fixed-size cuckoo tables so the config id stays the same across data updates (SPEC-PIR §6.4).
   "$bin" process-db --input "$demo/block.binpb" --output "$demo/block" --shard-count 2 --fixed-bucket-count 2048
   "$bin" process-db --input "$demo/identity.binpb" --output "$demo/identity" --entries-per-shard 1000
-  echo "$count" > "$demo/count"
+  echo "$count+test" > "$demo/count"
 fi
 cp cluster/demo/service-config.json "$demo/service-config.json"
 mapfile -t samples < "$demo/sample-numbers.txt"

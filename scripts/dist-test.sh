@@ -171,6 +171,8 @@ for _ in $(seq 1 15); do
 done
 echo "$answer" | sed 's/^/  /'
 echo "$answer" | grep -q "block: BLOCKED" || { tail -5 /tmp/callveil-dist-coordinator.log /tmp/callveil-dist-worker.log; fail "the cluster did not answer"; }
+worker_metrics=$(curl -sf --max-time 5 http://127.0.0.1:9091/metrics) && grep -q '^callveil_worker_shards ' <<< "$worker_metrics" \
+  || fail "the worker unit's admin listener (/metrics on 9091) did not answer"
 kill -TERM "$server" "$worker"
 for _ in $(seq 1 150); do kill -0 "$server" 2>/dev/null || kill -0 "$worker" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$server" 2>/dev/null && fail "the coordinator did not stop"

@@ -14,6 +14,8 @@ public struct LookupHTTPClient: Sendable {
     /// The connection pool (the process's shared one unless given: a load tool gives each source its own, so one
     /// source's requests never queue behind another's in the client).
     public let client: HTTPClient
+    /// When set, every request goes through this Oblivious HTTP gateway to `baseURL`, as a device's does.
+    public var oblivious: ObliviousRoute?
 
     /// A client for `baseURL` (a trailing slash is dropped).
     public init(baseURL: String, client: HTTPClient = .shared) {
@@ -32,6 +34,10 @@ public struct LookupHTTPClient: Sendable {
     /// sends `Accept-Encoding: deflate, gzip`, as devices do); `Content-Encoding` still tells.
     public func exchange(method: HTTPMethod = .POST, path: String, headers: [(String, String)], body: [UInt8]?) async throws
         -> (status: Int, headers: [(String, String)], body: [UInt8]) {
+        if let oblivious {
+            return try await oblivious.exchange(client: client, targetURL: baseURL, method: method, path: path, headers: headers,
+                                                body: body, timeout: timeout, maxResponseBytes: maxResponseBytes)
+        }
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }

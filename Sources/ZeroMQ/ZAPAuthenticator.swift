@@ -15,11 +15,15 @@ public final class ZAPAuthenticator: Sendable {
     private let context: ZMQContext
     private let ready = DispatchSemaphore(value: 0)
     private let startError = Mutex<ZMQError?>(nil)
+    private let onRefused: (@Sendable (_ address: String, _ mechanism: String) -> Void)?
 
     /// Starts the handler in `context` (before any CURVE server socket binds) with Z85 public keys, each admitted
-    /// under the user id given (its worker name).
-    public init(context: ZMQContext, allowed: [String: String]) throws {
+    /// under the user id given (its worker name); `onRefused` hears of each refused handshake (the peer's address
+    /// and mechanism), on the handler's thread.
+    public init(context: ZMQContext, allowed: [String: String],
+                onRefused: (@Sendable (_ address: String, _ mechanism: String) -> Void)? = nil) throws {
         self.context = context
+        self.onRefused = onRefused
         self.allowed = Mutex(try Self.decode(allowed))
         let thread = Thread { [self] in self.serve() }
         thread.name = "callveil-zap"
@@ -91,7 +95,10 @@ public final class ZAPAuthenticator: Sendable {
             let requestID = request[1]
             let mechanism = String(decoding: request[5], as: UTF8.self)
             let name = mechanism == "CURVE" && request.count >= 7 ? allowed.withLock { $0[request[6]] } : nil
-            if name == nil { refusals.withLock { $0 += 1 } }
+            if name == nil {
+                refusals.withLock { $0 += 1 }
+                onRefused?(String(decoding: request[3], as: UTF8.self), String(mechanism.prefix(16)))
+            }
             let status = name == nil ? "400" : "200"
             let text = name == nil ? "unknown public key" : "OK"
             try? socket.send([Array("1.0".utf8), requestID, Array(status.utf8), Array(text.utf8), Array((name ?? "").utf8), []])

@@ -160,18 +160,44 @@ struct ClusterTests {
         await cluster.stop()
     }
 
+    @Test("Placement gauges and /readyz follow the workers: ready while a worker holds every shard, 503 and unserved shards when it dies")
+    func readinessFollowsWorkers() async throws {
+        let metrics = ServiceMetrics()
+        let cluster = try await Self.start(replication: 1, count: 40) { $0.metrics = metrics }
+        let worker = try cluster.worker("w1")
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
+        #expect(cluster.coordinator.unservedShards == 0)
+        #expect(try await cluster.server.admin.send(method: .GET, path: "/readyz", headers: [], body: nil).status == 200)
+        let desired = cluster.coordinator.desiredState.shards.count
+        worker.kill()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while cluster.coordinator.unservedShards < desired, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(cluster.coordinator.unservedShards == desired)
+        let (status, body) = try await cluster.server.admin.send(method: .GET, path: "/readyz", headers: [], body: nil)
+        #expect(status == 503)
+        #expect(String(decoding: body, as: UTF8.self).contains("\"unservedShards\":\(desired)"))
+        let exposition = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(exposition.contains("callveil_cluster_shards_unserved \(desired)"))
+        #expect(exposition.contains("callveil_cluster_shards_desired \(desired)"))
+        await cluster.stop()
+    }
+
     @Test("CURVE: a worker with an unlisted key is refused; a listed one serves")
     func unauthorizedWorker() async throws {
         let server = try CurveKeyPair.generate()
         let good = try CurveKeyPair.generate()
         let bad = try CurveKeyPair.generate()
-        let cluster = try await Self.start(replication: 1, curve: (server, [good.publicKey: "trusted"]), count: 40)
+        let metrics = ServiceMetrics()
+        let cluster = try await Self.start(replication: 1, curve: (server, [good.publicKey: "trusted"]), count: 40) { $0.metrics = metrics }
         let intruder = try cluster.worker("intruder", keys: bad, serverKey: server.publicKey)
         let trusted = try cluster.worker("trusted", keys: good, serverKey: server.publicKey)
         #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
         try await Task.sleep(for: .milliseconds(500))
         #expect(cluster.coordinator.workers.keys.sorted() == ["trusted"])
         #expect(cluster.coordinator.refusedConnections >= 1)
+        let exposition = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(exposition.contains("# HELP callveil_cluster_handshakes_refused_total"))
+        #expect(exposition.split(separator: "\n").contains { $0.hasPrefix("callveil_cluster_handshakes_refused_total ") && !$0.hasSuffix(" 0") })
         let device = cluster.server.device()
         let record = cluster.data.records[0]
         #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == [record.block ? 1 : 0])

@@ -1,4 +1,5 @@
 import ClusterTransport
+import LookupEngine
 import Foundation
 
 extension ClusterCoordinator {
@@ -83,5 +84,37 @@ extension ClusterCoordinator {
         return "{\"workers\":{\(current.joined(separator: ","))},\"incarnations\":{\(incarnations.joined(separator: ","))},"
             + "\"converged\":\(isConverged),\"desiredShards\":\(desired.shards.count),\"desiredGeneration\":\(desired.generation),"
             + "\"placementLeader\":\(leadsPlacement)}"
+    }
+}
+
+extension ClusterCoordinator {
+    /// Desired shards that no connected worker holds with the desired content: queries for them fail.
+    public var unservedShards: Int { placementCounts.unserved }
+
+    /// Desired shards, those no live worker serves, and those served by fewer workers than the replication target
+    /// (the configured replication, at most the workers on the allow-list, or connected where there is none).
+    var placementCounts: (desired: Int, unserved: Int, underReplicated: Int, target: Int) {
+        let listed = zap?.allowedUserIDs.count ?? 0
+        return state.withLock { s in
+            let target = min(options.replication, max(listed, s.workers.count))
+            var unserved = 0, under = 0
+            for (key, spec) in s.desired.shards {
+                let holders = s.workers.values.filter { $0.actual[key] == spec.sha256 }.count
+                if holders == 0 { unserved += 1 }
+                if holders < max(target, 1) { under += 1 }
+            }
+            return (s.desired.shards.count, unserved, under, target)
+        }
+    }
+
+    /// Sets the cluster's gauges at a scrape.
+    func collect(into metrics: ServiceMetrics) {
+        let counts = placementCounts
+        metrics.set("callveil_cluster_shards_desired", counts.desired)
+        metrics.set("callveil_cluster_shards_unserved", counts.unserved)
+        metrics.set("callveil_cluster_shards_under_replicated", counts.underReplicated)
+        metrics.set("callveil_cluster_replication_target", counts.target)
+        metrics.set("callveil_cluster_workers", workers.count)
+        metrics.set("callveil_cluster_placement_leader", leadsPlacement ? 1 : 0)
     }
 }

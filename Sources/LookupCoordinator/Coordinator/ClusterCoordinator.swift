@@ -101,7 +101,12 @@ public final class ClusterCoordinator: ShardExecutor {
         self.options = options
         self.keyStore = keyStore
         self.logger = logger
-        zap = try options.curve.map { try ZAPAuthenticator(context: context, allowed: $0.allowedWorkers) }
+        let refusals = RefusalLog(logger: logger, metrics: options.metrics)
+        zap = try options.curve.map {
+            try ZAPAuthenticator(context: context, allowed: $0.allowedWorkers) { address, mechanism in
+                refusals.refused(address: address, mechanism: mechanism)
+            }
+        }
         let box = WeakBox()
         let enforced = Mutex(false)
         let socketLoop = try SocketLoop(context: context, kind: .router, name: "callveil-coordinator", setup: { socket in
@@ -118,6 +123,7 @@ public final class ClusterCoordinator: ShardExecutor {
         zapEnforced = enforced.withLock { $0 }
         loop.withLock { $0 = socketLoop }
         box.value = self
+        options.metrics?.addCollector { [weak self] metrics in self?.collect(into: metrics) }
         let task = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(250))

@@ -51,6 +51,9 @@ public protocol ShardExecutor: Sendable {
     func keyUploaded(_ key: StoredEvaluationKey) async
     /// A JSON object describing the executor for `/healthz` (a cluster lists its workers), or nil.
     var healthJSON: String? { get }
+    /// Installed shards that cannot be queried now (a cluster's shards no connected worker holds): `/readyz`
+    /// is not ready while any are.
+    var unservedShards: Int { get }
     /// The service config was re-read (SIGHUP): re-read whatever the executor configures itself from (a
     /// coordinator re-reads its worker allow-list).
     func configurationReloaded() async
@@ -63,6 +66,8 @@ extension ShardExecutor {
     public func keyUploaded(_ key: StoredEvaluationKey) async {}
     /// Nothing to add by default.
     public var healthJSON: String? { nil }
+    /// An in-process executor serves what it installed.
+    public var unservedShards: Int { 0 }
     /// Nothing to re-read by default.
     public func configurationReloaded() async {}
     /// Nothing to stop by default.

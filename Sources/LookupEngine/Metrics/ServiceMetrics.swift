@@ -1,89 +1,123 @@
-import CoreMetrics
 import Prometheus
+import Synchronization
 import Tracing
 
-/// The service's metrics (swift-metrics API, exported in Prometheus text format at `GET /metrics`): HTTP
-/// requests and latencies per route and status, PIR compute time per use case, keys stored.
+/// The service's metrics, exported in Prometheus text format at `GET /metrics`: each family with the help text of
+/// `MetricCatalog`, labels from bounded sets, gauges that describe state read when scraped (`addCollector`), and the
+/// process's own metrics (`process_*`).
 public final class ServiceMetrics: Sendable {
     /// The registry `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
-    private let factory: PrometheusMetricsFactory
-    private let keysStored: CoreMetrics.Gauge
-    private let keyBytesStored: CoreMetrics.Gauge
-    private let keysEvicted: CoreMetrics.Counter
+    private let keysStored: Prometheus.Gauge
+    private let keyBytesStored: Prometheus.Gauge
+    private let keysEvicted: Prometheus.Counter
+    private let collectors = Mutex<[@Sendable (ServiceMetrics) -> Void]>([])
     /// Where request and stage spans go when tracing is on (OpenTelemetry, `ServiceMetrics+Tracing.swift`); nil: off.
     public let tracer: (any Tracer)?
+
+    /// Buckets of every duration histogram: 100 µs to 10 s.
+    static let durationBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(10),
+    ]
 
     /// Metrics in a registry of their own (several services in one process do not mix), and spans into `tracer`.
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), tracer: (any Tracer)? = nil) {
         self.registry = registry
         self.tracer = tracer
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.defaultDurationHistogramBuckets = [
-            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
-            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
-            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(10),
-        ]
-        self.factory = factory
-        keysStored = CoreMetrics.Gauge(label: "callveil_evaluation_keys_stored", factory: factory)
-        keyBytesStored = CoreMetrics.Gauge(label: "callveil_evaluation_key_bytes_stored", factory: factory)
-        keysEvicted = CoreMetrics.Counter(label: "callveil_evaluation_keys_evicted_total", factory: factory)
+        keysStored = registry.makeGauge(descriptor: Self.descriptor("callveil_evaluation_keys_stored"))
+        keyBytesStored = registry.makeGauge(descriptor: Self.descriptor("callveil_evaluation_keys_stored_bytes"))
+        keysEvicted = registry.makeCounter(descriptor: Self.descriptor("callveil_evaluation_keys_evicted_total"))
+        let process = ProcessMetrics()
+        addCollector { process.record(into: $0) }
+    }
+
+    /// Adds a collector run before every exposition: it sets the gauges of state that is cheap to read (connected
+    /// workers, cache sizes), so a scrape never sees a value older than the scrape.
+    public func addCollector(_ collect: @escaping @Sendable (ServiceMetrics) -> Void) {
+        collectors.withLock { $0.append(collect) }
+    }
+
+    /// Sets `callveil_build_info{version}` to 1.
+    public func setBuildInfo(version: String) {
+        set("callveil_build_info", 1, dimensions: [("version", version)])
     }
 
     /// Records one HTTP request.
     public func recordRequest(route: String, status: Int, duration: Duration) {
-        CoreMetrics.Counter(label: "callveil_http_requests_total", dimensions: [("route", route), ("status", String(status))],
-                factory: factory).increment()
-        CoreMetrics.Timer(label: "callveil_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-            .recordNanoseconds(Self.nanoseconds(duration))
+        increment("callveil_http_requests_total", dimensions: [("route", route), ("result", Self.result(ofStatus: status))])
+        recordDuration("callveil_http_request_duration_seconds", duration, dimensions: [("route", route)])
     }
 
     /// Records the PIR computation of one shard query.
     public func recordCompute(useCase: String, duration: Duration) {
-        CoreMetrics.Timer(label: "callveil_pir_compute_seconds", dimensions: [("usecase", useCase)], factory: factory)
-            .recordNanoseconds(Self.nanoseconds(duration))
+        recordDuration("callveil_pir_compute_seconds", duration, dimensions: [("usecase", useCase)])
     }
 
     /// Records the time one lookup spent in `stage` (`callveil_lookup_stage_seconds`), the `duration` up to `end`;
     /// when tracing is on, also a span of that interval under `context` (the request's, by default the task's).
     public func recordStage(_ stage: LookupStage, _ duration: Duration, endingAt end: ContinuousClock.Instant = .now,
                             context: ServiceContext? = ServiceContext.current) {
-        CoreMetrics.Timer(label: "callveil_lookup_stage_seconds", dimensions: [("stage", stage.rawValue)], factory: factory)
-            .recordNanoseconds(Self.nanoseconds(duration))
+        recordDuration("callveil_lookup_stage_seconds", duration, dimensions: [("stage", stage.rawValue)])
         if tracer != nil, let context { recordSpan(stage.rawValue, from: end - duration, to: end, context: context) }
     }
 
-    /// Records a refused request by reason class (for alerting on bad clients).
+    /// Records a refused request by reason (an error code or `RejectionReason`'s class of its status), for
+    /// alerting on bad clients.
     public func recordRejection(reason: String) {
-        CoreMetrics.Counter(label: "callveil_rejected_requests_total", dimensions: [("reason", reason)], factory: factory).increment()
+        increment("callveil_rejected_requests_total", dimensions: [("reason", reason)])
     }
 
     /// Adds one to a counter of another component of this process (the cluster's messages, transfers).
     public func increment(_ label: String, dimensions: [(String, String)] = [], by amount: Int = 1) {
-        CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory).increment(by: amount)
+        registry.makeCounter(descriptor: Self.descriptor(label), labels: dimensions).increment(by: Int64(amount))
     }
 
     /// Records a duration of another component of this process.
     public func recordDuration(_ label: String, _ duration: Duration, dimensions: [(String, String)] = []) {
-        CoreMetrics.Timer(label: label, dimensions: dimensions, factory: factory).recordNanoseconds(Self.nanoseconds(duration))
+        registry.makeDurationHistogram(descriptor: Self.descriptor(label), labels: dimensions, buckets: Self.durationBuckets)
+            .recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// Sets a gauge of another component of this process.
     public func set(_ label: String, _ value: Int, dimensions: [(String, String)] = []) {
-        CoreMetrics.Gauge(label: label, dimensions: dimensions, factory: factory).record(value)
+        registry.makeGauge(descriptor: Self.descriptor(label), labels: dimensions).set(Int64(value))
+    }
+
+    /// Sets a gauge to a fractional value (seconds, timestamps).
+    public func set(_ label: String, _ value: Double, dimensions: [(String, String)] = []) {
+        registry.makeGauge(descriptor: Self.descriptor(label), labels: dimensions).set(value)
     }
 
     /// Records what the evaluation-key store holds (keys and bytes, expired ones until purged) and the keys a
     /// write evicted to stay within the store's size limit.
     public func recordKeyStore(_ usage: KeyStoreUsage) {
-        keysStored.record(usage.keys)
-        keyBytesStored.record(usage.bytes)
-        if usage.evicted > 0 { keysEvicted.increment(by: usage.evicted) }
+        keysStored.set(Int64(usage.keys))
+        keyBytesStored.set(Int64(usage.bytes))
+        if usage.evicted > 0 { keysEvicted.increment(by: Int64(usage.evicted)) }
     }
 
     /// The Prometheus text exposition.
     public func exposition() -> [UInt8] {
-        registry.emitToBuffer()
+        for collect in collectors.withLock({ $0 }) { collect(self) }
+        return registry.emitToBuffer()
+    }
+
+    /// The bounded result class of an HTTP status, the `result` label of `callveil_http_requests_total`.
+    public static func result(ofStatus status: Int) -> String {
+        switch status {
+        case 429, 503: "overloaded"
+        case 499: "cancelled"
+        case 500...: "server_error"
+        case 400...: "client_error"
+        default: "ok"
+        }
+    }
+
+    /// The name and catalog help of a family (no help for a name the catalog lacks; a test keeps the catalog whole).
+    static func descriptor(_ name: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: MetricCatalog.help[name] ?? "")
     }
 
     private static func nanoseconds(_ d: Duration) -> Int64 {

@@ -13,6 +13,8 @@ public final class PrivacyPassSetup: Sendable {
     public let nonces: (any NonceStore)?
     /// Issuer names a token's challenge may carry (nil: any).
     public let issuerNames: [String]?
+    /// Spent nonces an issuer key may hold, when authentication is on.
+    public let maxNoncesPerKey: Int?
     /// `/issue` rate per user token, by tier.
     public let issuanceLimiter: IssuanceLimiter
     /// The user token → tier map of the current config.
@@ -27,12 +29,13 @@ public final class PrivacyPassSetup: Sendable {
         tiers = Mutex(config.tierByToken)
         guard settings.enabled ?? true else {
             logger.warning("Privacy Pass is disabled: the PIR endpoints accept requests without tokens")
-            (keys, nonces) = (nil, nil)
+            (keys, nonces, maxNoncesPerKey) = (nil, nil, nil)
             return
         }
         let lifetime = TimeInterval(settings.keyLifetimeSeconds ?? 30 * 86400)
         let overlap = TimeInterval(settings.keyOverlapSeconds ?? 2 * 86400)
         let maxPerKey = settings.maxNoncesPerKey ?? 100_000_000
+        maxNoncesPerKey = maxPerKey
         if let shared {
             keys = try IssuerKeyRing(lifetime: lifetime, overlap: overlap)
             nonces = PostgresNonceStore(store: shared, maxPerKey: maxPerKey)

@@ -49,6 +49,8 @@ public actor LookupServer {
     public nonisolated let feeds: ProviderFeeds
     /// The Oblivious HTTP gateway, when it is on (as read at start).
     public nonisolated let gateway: GatewaySetup?
+    /// Whether the configuration last loaded in full (`/readyz`, the reload metrics).
+    public nonisolated let reloads: ReloadStatus
     private let logger: Logger
 
     /// Reads the config, opens the key store and loads every use case. `makeExecutor` builds the shard executor
@@ -116,9 +118,12 @@ public actor LookupServer {
         privacyPass = try PrivacyPassSetup(config: config, shared: shared, logger: logger)
         feeds = try ProviderFeeds(config: config, shared: shared)
         gateway = try GatewaySetup(config: config, shared: shared, tracer: metrics.tracer)
+        reloads = ReloadStatus(metrics: metrics)
         _ = try await apply(config, failFast: true)
         try await ensureGatewayKeys()
         metrics.recordKeyStore(try await store.usage())
+        reloads.started()
+        addCollectors()
     }
 
     /// Re-reads the config file and loads every use case as its newest version (SPEC-PIR §7.9). Queries in
@@ -127,7 +132,33 @@ public actor LookupServer {
     @discardableResult
     public func reload() async throws -> [String] {
         await executor.configurationReloaded()
-        return try await apply(try ServiceConfig.load(path: configPath), failFast: false)
+        do {
+            let failed = try await apply(try ServiceConfig.load(path: configPath), failFast: false)
+            reloads.reloaded(failed: failed)
+            return failed
+        } catch {
+            reloads.reloaded(failed: [], error: "\(error)")
+            throw error
+        }
+    }
+
+    /// Gauges read at each scrape: the replay cache, the key rings' schedules.
+    private nonisolated func addCollectors() {
+        let gateway = self.gateway, issuer = privacyPass.keys, maxNonces = privacyPass.maxNoncesPerKey
+        metrics.addCollector { metrics in
+            if let gateway {
+                metrics.set("callveil_ohttp_replay_cache_entries", gateway.replay.usage.entries)
+                if let schedule = gateway.keys.schedule {
+                    metrics.set("callveil_key_rotation_due_timestamp_seconds", schedule.rotationDue.timeIntervalSince1970, dimensions: [("ring", "ohttp")])
+                    metrics.set("callveil_key_expiry_timestamp_seconds", schedule.expiry.timeIntervalSince1970, dimensions: [("ring", "ohttp")])
+                }
+            }
+            if let schedule = issuer?.schedule {
+                metrics.set("callveil_key_rotation_due_timestamp_seconds", schedule.rotationDue.timeIntervalSince1970, dimensions: [("ring", "issuer")])
+                metrics.set("callveil_key_expiry_timestamp_seconds", schedule.expiry.timeIntervalSince1970, dimensions: [("ring", "issuer")])
+            }
+            if let maxNonces { metrics.set("callveil_privacy_pass_nonces_per_key_limit", maxNonces) }
+        }
     }
 
     private func apply(_ config: ServiceConfig, failFast: Bool) async throws -> [String] {
@@ -189,7 +220,7 @@ public actor LookupServer {
             logger.info("gateway keys rotated")
             metrics.increment("callveil_ohttp_key_rotations_total")
         }
-        if let gateway { metrics.set("callveil_ohttp_replay_cache_entries", gateway.replay.usage.entries) }
+        if let nonces = privacyPass.nonces { metrics.set("callveil_privacy_pass_nonces_stored", try await nonces.count()) }
         return purged
     }
 
@@ -245,7 +276,7 @@ public actor LookupServer {
                                             onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         throws -> some Service {
         let adminRouter = Router()
-        AdminRoutes.add(to: adminRouter, registry: registry, metrics: metrics, executor: executor)
+        AdminRoutes.add(to: adminRouter, registry: registry, metrics: metrics, executor: executor, reloads: reloads)
         let adminHost = admin.host ?? http.adminHost ?? "127.0.0.1", adminPort = admin.port ?? http.adminPort ?? 9090
         let adminApplication = Application(router: adminRouter,
                                            configuration: .init(address: .hostname(adminHost, port: adminPort), serverName: "CallVeil"),

@@ -12,7 +12,12 @@ struct ReloadOnSignalService: Service {
             logger.info("SIGHUP: reloading the service config")
             do {
                 let failed = try await server.reload()
-                logger.info("reload done", metadata: ["failed": .string(failed.joined(separator: ","))])
+                if failed.isEmpty {
+                    logger.info("reload done: every use case at its configured version")
+                } else {
+                    logger.error("reload failed for some use cases; they serve their previous version",
+                                 metadata: ["failedUseCases": .string(failed.joined(separator: ","))])
+                }
             } catch {
                 logger.error("reload failed; serving the previous configuration", metadata: ["error": .string("\(error)")])
             }

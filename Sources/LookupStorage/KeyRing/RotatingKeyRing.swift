@@ -46,6 +46,14 @@ public final class RotatingKeyRing<Kind: RotatingKeyKind>: Sendable {
     /// What readers use, derived from the current entries.
     public var derived: Kind.Derived { state.withLock { $0.derived } }
 
+    /// When the next rotation is due (the earliest over groups of its newest key's end less the overlap and lead) and
+    /// the earliest end of a group's newest key; nil while the ring is empty. Monitoring alerts on both.
+    public var schedule: (rotationDue: Date, expiry: Date)? {
+        let newest = Dictionary(grouping: entries, by: \.group).values.compactMap { $0.map(\.notAfter).max() }
+        guard let expiry = newest.min() else { return nil }
+        return (expiry.addingTimeInterval(-overlap - lead), expiry)
+    }
+
     /// Makes sure every group has an active key and a successor when rotation is due, and drops expired keys, in
     /// the key directory; returns whether anything changed. A ring on the shared store changes through the store.
     @discardableResult

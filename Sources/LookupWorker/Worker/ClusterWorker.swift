@@ -194,6 +194,10 @@ public final class ClusterWorker: Sendable {
             // is asked and the first answer is taken.
             if let link = Self.queryLink { self?.send(request, link: link) } else { self?.broadcast(request) }
         }
+        options.metrics?.addCollector { [weak self] metrics in
+            guard let self else { return }
+            metrics.set("callveil_worker_shards", loadedShards.count)
+        }
         sendHello()
         let task = Task { [weak self] in
             var last = ContinuousClock.now

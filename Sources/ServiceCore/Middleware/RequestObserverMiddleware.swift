@@ -49,10 +49,27 @@ public struct RequestObserverMiddleware: RouterMiddleware {
             if mapped.status.code < 500 {
                 context.logger.info("refused request", metadata: ["route": .string(route), "status": .stringConvertible(mapped.status.code),
                                                                   "reason": .string(mapped.body ?? "")])
-                metrics.recordRejection(reason: String(mapped.status.code))
+                metrics.recordRejection(reason: Self.rejectionReason(ofStatus: Int(mapped.status.code)))
             }
             metrics.recordRequest(route: route, status: Int(mapped.status.code), duration: ContinuousClock.now - start)
             throw mapped
+        }
+    }
+
+    /// The `reason` label of a refusal: a bounded name for its status, never the number itself.
+    package static func rejectionReason(ofStatus status: Int) -> String {
+        switch status {
+        case 400: "bad_request"
+        case 401: "unauthorized"
+        case 403: "forbidden"
+        case 404: "not_found"
+        case 405: "method_not_allowed"
+        case 408: "request_timeout"
+        case 410: "gone"
+        case 413: "too_large"
+        case 415: "unsupported_media_type"
+        case 429: "rate_limited"
+        default: "other"
         }
     }
 }

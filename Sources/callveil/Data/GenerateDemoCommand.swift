@@ -17,6 +17,9 @@ struct GenerateDemoCommand: ParsableCommand {
     @Option(help: "Random seed.")
     var seed: UInt64 = 2024
 
+    @Flag(help: "Add Apple's onboarding test identity, +14085551212 \"Johnny Appleseed\" (not blocked), which Apple's validation and `callveil doctor` look up.")
+    var withTestIdentity = false
+
     func run() throws {
         guard count >= 3, count <= 100_000_000 else { throw ValidationError("count must be in 3...100000000") }
         var rng = SplitMix64(seed: seed)  // reproducible across platforms
@@ -30,9 +33,13 @@ struct GenerateDemoCommand: ParsableCommand {
         }
         defer { try? file.close() }
         var text = "number,name,category,block,cache_minutes\n"
+        if withTestIdentity {
+            seen.insert(4_085_551_212)
+            text += "+14085551212,Johnny Appleseed,PERSON,0,5\n"
+        }
         var samples: [String] = []
         var i = 0
-        while seen.count < count {
+        while seen.count < count + (withTestIdentity ? 1 : 0) {
             let digits = [2 + next() % 8, next() % 100 / 10, next() % 10, 2 + next() % 8, next() % 100 / 10, next() % 10]
             let subscriber = next() % 10000
             let value = digits.reduce(0) { $0 * 10 + $1 } * 10000 + subscriber

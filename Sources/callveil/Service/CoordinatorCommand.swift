@@ -24,14 +24,14 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     @OptionGroup var admin: AdminListenerOptions
 
-    @Option(help: "Log level.")
-    var logLevel: String = "info"
+    @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        let logger = try bootstrapLogging(logLevel)
+        let logger = try logging.bootstrap()
         let cluster = try ClusterConfig.load(path: config)
         let tracing = try tracingFromEnvironment(serviceName: "callveil-coordinator", logger: logger)
         let metrics = ServiceMetrics(tracer: tracing?.tracer)
+        metrics.setBuildInfo(version: callveilVersion)
         var options = try cluster.coordinatorOptions(path: config)
         options.metrics = metrics
         let context = try ZMQContext()

@@ -29,14 +29,14 @@ struct GatewayCommand: AsyncParsableCommand {
 
     @OptionGroup var admin: AdminListenerOptions
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        let logger = try bootstrapLogging(logLevel)
+        let logger = try logging.bootstrap()
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         let tracing = try tracingFromEnvironment(serviceName: "callveil-gateway", logger: logger)
         let gateway = try await GatewayServer(configPath: config, tracer: tracing?.tracer, logger: logger)
+        gateway.metrics.setBuildInfo(version: callveilVersion)
         let host = self.host, scheme = gateway.http.protocol == "tls" ? "https" : "http"
         let adminHost = admin.adminHost ?? gateway.http.adminHost ?? "127.0.0.1"
         let app = try gateway.makeApplication(host: host, port: port, admin: admin.address, onAdminRunning: { port in

@@ -40,36 +40,28 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(help: "For https: a CA certificate (PEM) to trust besides the system's, as a server with a private CA needs.")
     var ca: String?
 
+    @Option(help: "Send every request through this Oblivious HTTP gateway URL (e.g. https://gw.example.com/ohttp-gateway), as a device does through Apple's relay.")
+    var gatewayUrl: String?
+
+    @Option(help: "The gateway's key configuration URL (default: ohttp-configs beside the gateway URL).")
+    var gatewayKeysUrl: String?
+
     func run() async throws {
-        var client = HTTPClient.shared
-        if let ca {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.additionalTrustRoots = [.file(ca)]
-            client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
-        }
-        let authorization: any AuthorizationProvider = userToken.map {
-            PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: issuerUrl ?? url, client: client), userToken: $0)
-        } ?? NoAuthorization()
-        let device = LookupDevice(http: LookupHTTPClient(baseURL: url, client: client), userIdentifier: userIdentifier ?? UUID().uuidString,
-                                  userAgent: userAgent, authorization: authorization)
+        let probe = DeviceProbe(.init(url: url, issuerURL: issuerUrl, gatewayURL: gatewayUrl, gatewayKeysURL: gatewayKeysUrl,
+                                      userToken: userToken, userAgent: userAgent, userIdentifier: userIdentifier, ca: ca,
+                                      blockUseCase: blockUsecase, identityUseCase: identityUsecase))
         do {
-            try await lookUp(device)
+            let device = try await probe.makeDevice()
+            for raw in number {
+                guard let normalized = IdentityDataset.normalize(raw) else { throw ValidationError("\(raw) is not an E.164 number") }
+                let answer = try await probe.lookUp(normalized, device: device)
+                print(Self.describe(number: normalized, block: answer.block, identity: answer.identity))
+            }
         } catch {
-            if ca != nil { try? await client.shutdown() }
+            await probe.shutdown()
             throw error
         }
-        if ca != nil { try? await client.shutdown() }
-    }
-
-    private func lookUp(_ device: LookupDevice) async throws {
-        try await device.syncConfig([blockUsecase, identityUsecase])
-        for raw in number {
-            guard let normalized = IdentityDataset.normalize(raw) else { throw ValidationError("\(raw) is not an E.164 number") }
-            let keyword = Array(normalized.utf8)
-            let block = try await device.lookup(keyword, in: blockUsecase)
-            let identity = try await device.lookup(keyword, in: identityUsecase)
-            print(Self.describe(number: normalized, block: block, identity: identity))
-        }
+        await probe.shutdown()
     }
 
     static func describe(number: String, block: [UInt8]?, identity: [UInt8]?) -> String {

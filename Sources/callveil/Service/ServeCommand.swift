@@ -26,14 +26,13 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var admin: AdminListenerOptions
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @OptionGroup var logging: LoggingOptions
 
     @Option(help: "Embedded workers: 0 runs the PIR core directly in the HTTP process; N ≥ 1 runs a coordinator and N workers in this process over inproc://, the cluster's code path.")
     var workers: Int = 1
 
     func run() async throws {
-        let logger = try bootstrapLogging(logLevel)
+        let logger = try logging.bootstrap()
         guard workers >= 0, workers <= 64 else { throw ValidationError("--workers must be in 0...64") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         let tracing = try tracingFromEnvironment(serviceName: "callveil", logger: logger)
@@ -44,6 +43,7 @@ struct ServeCommand: AsyncParsableCommand {
         let (server, embedded) = try await cluster.startServer(configPath: config, workers: workers, threads: nil,
                                                                dataDirectory: dataDirectory, logger: logger)
         let workerCount = workers
+        server.metrics.setBuildInfo(version: callveilVersion)
         let host = self.host
         let adminHost = admin.adminHost ?? server.http.adminHost ?? "127.0.0.1"
         let app = try server.makeApplication(host: host, port: port, reloadOnSIGHUP: true, admin: admin.address, onAdminRunning: { port in

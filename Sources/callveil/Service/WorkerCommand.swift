@@ -1,10 +1,12 @@
 import ArgumentParser
 import Foundation
+import Hummingbird
 import Logging
 import LookupCoordinator
 import LookupEngine
 import LookupService
 import LookupWorker
+import NIOCore
 import ServiceCore
 import ServiceLifecycle
 import UnixSignals
@@ -46,11 +48,17 @@ struct WorkerCommand: AsyncParsableCommand {
     @Flag(help: "Do not cache each shard's evaluation form on disk (restarts rebuild it; shards cannot exceed the memory budget).")
     var noScanCache = false
 
-    @Option(help: "Log level.")
-    var logLevel: String = "info"
+    @Option(help: "Admin listener address (/healthz, /metrics); default 127.0.0.1.")
+    var adminHost: String = "127.0.0.1"
+
+    @Option(help: "Admin listener port (0 picks a free one); default: no admin listener.")
+    var adminPort: Int?
+
+    @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        let logger = try bootstrapLogging(logLevel)
+        let logger = try logging.bootstrap()
+        if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be in 0...65535") }
         guard !coordinator.isEmpty else { throw ValidationError("give at least one --coordinator") }
         guard serverKey.count <= 1 || serverKey.count == coordinator.count else {
             throw ValidationError("give --server-key once for all coordinators or once per --coordinator")
@@ -83,11 +91,19 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         // With tracing on, the worker's spans of each query continue the coordinator's (the query carries its context).
         let tracing = try tracingFromEnvironment(serviceName: "callveil-worker", logger: logger)
-        if let tracing { options.metrics = ServiceMetrics(tracer: tracing.tracer) }
+        let metrics = ServiceMetrics(tracer: tracing?.tracer)
+        metrics.setBuildInfo(version: callveilVersion)
+        options.metrics = metrics
         let exporter = tracing.map { ServiceGroup(configuration: .init(services: [$0.service], logger: logger)) }
         let exporting = exporter.map { group in Task { try await group.run() } }
         let context = try ZMQContext()
         let worker = try ClusterWorker(context: context, options: options, logger: logger)
+        let admin = try adminPort.map { port in
+            ServiceGroup(configuration: .init(services: [try workerAdminListener(worker: worker, id: options.workerID, metrics: metrics,
+                                                                                  host: adminHost, port: port, logger: logger)],
+                                              logger: logger))
+        }
+        let adminRunning = admin.map { group in Task { try await group.run() } }
         logger.info("worker started", metadata: ["id": .string(options.workerID),
                                                  "coordinators": .string(options.coordinators.joined(separator: " "))])
         for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
@@ -95,7 +111,26 @@ struct WorkerCommand: AsyncParsableCommand {
             break
         }
         worker.stop()
+        await admin?.triggerGracefulShutdown()
+        _ = try? await adminRunning?.value
         await exporter?.triggerGracefulShutdown()  // after the worker: its last spans are sent
         _ = try? await exporting?.value
     }
+}
+
+/// The worker's admin listener: `/healthz` (alive; its id and the shards it holds) and `/metrics`.
+private func workerAdminListener(worker: ClusterWorker, id: String, metrics: ServiceMetrics, host: String, port: Int,
+                                 logger: Logger) throws -> some Service {
+    let router = Router()
+    router.get("/healthz") { _, _ -> Response in
+        let body = "{\"status\":\"ok\",\"worker\":\(AdminRoutes.jsonString(id)),\"shards\":\(worker.loadedShards.count)}"
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+    AdminRoutes.addMetrics(to: router, metrics: metrics)
+    let app = Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "CallVeil"),
+                          onServerRunning: { channel in
+                              logger.info("admin listener (/healthz, /metrics)",
+                                          metadata: ["url": .string("http://\(host):\(channel.localAddress?.port ?? port)")])
+                          }, logger: logger)
+    return ListenerService(app, listener: "admin listener", host: host, port: port, logger: logger)
 }

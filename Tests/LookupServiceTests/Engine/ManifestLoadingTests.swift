@@ -77,6 +77,18 @@ struct ManifestLoadingTests {
         let executor = try #require(server.server.executor as? LocalShardExecutor)
         let rejected = try UseCaseLoader.load(.init(name: "block", manifest: second)).version.configuration.configID
         #expect(!executor.holds(useCase: "block", configID: rejected, index: 0), "the shards installed before the failure are removed")
+        // The failed reload is visible: /readyz 503 naming the use case, the reload metrics; /healthz still alive.
+        let (readyStatus, ready) = try await server.admin.send(method: .GET, path: "/readyz", headers: [], body: nil)
+        #expect(readyStatus == 503)
+        #expect(String(decoding: ready, as: UTF8.self).contains("\"failedUseCases\":[\"block\"]"))
+        #expect(try await server.admin.send(method: .GET, path: "/healthz", headers: [], body: nil).status == 200)
+        let metrics = String(decoding: try await server.admin.send(method: .GET, path: "/metrics", headers: [], body: nil).body, as: UTF8.self)
+        #expect(metrics.contains("callveil_config_last_reload_successful 0"))
+        #expect(metrics.contains("callveil_config_reloads_total{result=\"failure\"} 1"))
+        // The config fixed: ready again.
+        _ = try writeServiceConfig(in: root, usecases: [.init(name: "block", manifest: first)])
+        #expect(try await server.server.reload() == [])
+        #expect(try await server.admin.send(method: .GET, path: "/readyz", headers: [], body: nil).status == 200)
         await server.stop()
     }
 }

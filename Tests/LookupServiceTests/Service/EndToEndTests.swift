@@ -128,7 +128,7 @@ struct EndToEndTests {
         let (status, metrics) = try await server.admin.send(method: .GET, path: "/metrics", headers: [], body: nil)
         let text = String(decoding: metrics, as: UTF8.self)
         #expect(status == 200)
-        #expect(text.contains("callveil_http_requests_total{route=\"/queries\",status=\"200\"} 4"))
+        #expect(text.contains("callveil_http_requests_total{route=\"/queries\",result=\"ok\"} 4"))
         #expect(text.contains("callveil_pir_compute_seconds_count{usecase=\"net.example.lookup.block\"} 4"))
         #expect(text.contains("callveil_evaluation_keys_stored 1"))
         let (healthStatus, health) = try await server.admin.send(method: .GET, path: "/healthz", headers: [], body: nil)
