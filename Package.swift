@@ -48,6 +48,7 @@ let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let nioEmbedded: Target.Dependency = .product(name: "NIOEmbedded", package: "swift-nio")
 let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
 let nioHTTPTypes: Target.Dependency = .product(name: "NIOHTTPTypes", package: "swift-nio-extras")
+let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
 let nioSSL: Target.Dependency = .product(name: "NIOSSL", package: "swift-nio-ssl")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
 let protobuf: Target.Dependency = .product(name: "SwiftProtobuf", package: "swift-protobuf")
@@ -224,12 +225,17 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "PrivacyPass", "ObliviousHTTP", asyncHTTPClient, nioCore, nioHTTP1,
                            crypto],
             swiftSettings: strict),
+        .target(
+            name: "Onboarding",
+            dependencies: ["LookupClient", "LookupProtocol", "ObliviousHTTP", "Dataset", "PIR", "BFV", asyncHTTPClient, nioCore, nioPosix,
+                           nioSSL, .product(name: "NIOTLS", package: "swift-nio")],
+            swiftSettings: strict),
         .executableTarget(
             name: "callveil",
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage",
                            "Reports", "LookupWorker", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
                            "LookupDeployment", "LookupClient", "ZeroMQ", logging, serviceLifecycle, unixSignals,
-                           hummingbird, argumentParser, asyncHTTPClient, nioSSL, nioCore, "ObliviousHTTP"],
+                           hummingbird, argumentParser, asyncHTTPClient, nioSSL, nioCore, "ObliviousHTTP", "Onboarding"],
             swiftSettings: strict),
         .target(
             name: "LoadGeneration",
@@ -289,7 +295,7 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage",
                            "Reports", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
                            "LookupDeployment", "LookupClient", "ConformanceSupport", "ObliviousHTTP", "PrivacyPass",
-                           "ServiceTestSupport", "LoadGeneration", hummingbird, grdb, serviceLifecycle, protobuf,
+                           "ServiceTestSupport", "LoadGeneration", "Onboarding", hummingbird, grdb, serviceLifecycle, protobuf,
                            logging, postgresNIO, nioEmbedded, crypto],
             swiftSettings: strict),
         .testTarget(

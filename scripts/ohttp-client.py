@@ -6,7 +6,14 @@ Nothing here comes from CallVeil's Swift code: HPKE is pyhpke (RFC 9180), the AE
 and RFC 9292 framing is written out below from the RFCs, and `selftest` checks it against RFC 9458 Appendix A.
 
   selftest                      RFC 9458 Appendix A, byte for byte (request encapsulation and response opening)
-  make-cert DIR [IP ...]        a self-signed certificate for 127.0.0.1, localhost and the IPs given (DIR/cert.pem, DIR/key.pem)
+  make-cert DIR [IP ...] [--dns NAME ...]
+                                a self-signed certificate for 127.0.0.1, localhost, the IPs and the DNS names given
+                                (DIR/cert.pem, DIR/key.pem)
+  terminate --listen HOST:PORT --target PORT --cert FILE --key FILE [--alpn PROTO ...]
+                                a TLS terminator in front of 127.0.0.1:PORT offering only the ALPN protocols given (a
+                                provider's load balancer; "listening PORT" once up): bytes pass through unchanged
+  dns --txt NAME=TEXT ...       a DNS server on 127.0.0.1 (UDP; "listening PORT") answering TXT queries from the list,
+                                and NXDOMAIN for every other name
   proxy --gateway URL --keys URL [--ca FILE] [--h2c] [--log FILE] [--authority NAME]
                                 an HTTP/1.1 listener on 127.0.0.1 (port printed as "listening PORT") that sends every
                                 request it receives through the gateway over HTTP/2, encapsulated, and answers with
@@ -201,7 +208,7 @@ def selftest():
     print("selftest ok: RFC 9458 Appendix A request and response, byte for byte")
 
 
-def make_cert(directory, extra_ips=()):
+def make_cert(directory, extra_ips=(), dns_names=()):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "callveil-test")])
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -209,7 +216,7 @@ def make_cert(directory, extra_ips=()):
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in ("localhost", *dns_names)]
                                                        + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", *extra_ips)]),
                            critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -353,6 +360,73 @@ def hold(args):
         time.sleep(3600)
 
 
+def terminate(args):
+    import asyncio
+    import ssl
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(args.cert, args.key)
+    context.set_alpn_protocols(args.alpn or ["http/1.1"])
+
+    async def pipe(reader, writer):
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    async def handle(reader, writer):
+        try:
+            target_reader, target_writer = await asyncio.open_connection("127.0.0.1", args.target)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pipe(reader, target_writer), pipe(target_reader, writer))
+
+    async def run():
+        host, port = args.listen.rsplit(":", 1)
+        server = await asyncio.start_server(handle, host, int(port), ssl=context)
+        print("listening", server.sockets[0].getsockname()[1], flush=True)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(run())
+
+
+def dns_server(args):
+    import socket
+    records = {}
+    for entry in args.txt:
+        name, text = entry.split("=", 1)
+        records.setdefault(name.lower().rstrip("."), []).append(text.encode())
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", args.port))
+    print("listening", sock.getsockname()[1], flush=True)
+    while True:
+        query, peer = sock.recvfrom(4096)
+        if len(query) < 12:
+            continue
+        at, labels = 12, []
+        while at < len(query) and query[at] != 0:
+            labels.append(query[at + 1:at + 1 + query[at]].decode(errors="replace"))
+            at += 1 + query[at]
+        question = query[12:at + 5]
+        qtype = int.from_bytes(query[at + 1:at + 3], "big")
+        texts = records.get(".".join(labels).lower())
+        answers = b""
+        if texts is not None and qtype == 16:
+            for text in texts:
+                rdata = bytes([len(text)]) + text
+                answers += b"\xc0\x0c" + (16).to_bytes(2, "big") + (1).to_bytes(2, "big") + (60).to_bytes(4, "big") \
+                    + len(rdata).to_bytes(2, "big") + rdata
+        flags = 0x8180 if texts is not None else 0x8183
+        count = len(texts) if texts is not None and qtype == 16 else 0
+        header = query[:2] + flags.to_bytes(2, "big") + (1).to_bytes(2, "big") + count.to_bytes(2, "big") + bytes(4)
+        sock.sendto(header + question + answers, peer)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -360,6 +434,16 @@ def main():
     cert = sub.add_parser("make-cert")
     cert.add_argument("directory")
     cert.add_argument("ips", nargs="*")
+    cert.add_argument("--dns", action="append", default=[])
+    t = sub.add_parser("terminate")
+    t.add_argument("--listen", required=True)
+    t.add_argument("--target", type=int, required=True)
+    t.add_argument("--cert", required=True)
+    t.add_argument("--key", required=True)
+    t.add_argument("--alpn", action="append")
+    d = sub.add_parser("dns")
+    d.add_argument("--txt", action="append", default=[])
+    d.add_argument("--port", type=int, default=0)
     p = sub.add_parser("proxy")
     p.add_argument("--gateway", required=True)
     p.add_argument("--keys", required=True)
@@ -379,7 +463,11 @@ def main():
     elif args.command == "selftest":
         selftest()
     elif args.command == "make-cert":
-        make_cert(args.directory, args.ips)
+        make_cert(args.directory, args.ips, args.dns)
+    elif args.command == "terminate":
+        terminate(args)
+    elif args.command == "dns":
+        dns_server(args)
     else:
         serve(args)
 

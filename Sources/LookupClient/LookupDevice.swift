@@ -103,6 +103,12 @@ public actor LookupDevice {
         }
     }
 
+    /// The evaluation-key config of a synced use case, and its hash (the key's identifier).
+    public func keyConfig(forUseCase name: String) -> (config: EvaluationKeyConfigMessage, hash: [UInt8])? {
+        guard let state = useCases[name], let config = keyConfigs[state.keyConfigHash] else { return nil }
+        return (config, state.keyConfigHash)
+    }
+
     /// The config id the device holds for a use case.
     public func configID(_ name: String) -> [UInt8]? { useCases[name]?.configID }
 
@@ -127,7 +133,7 @@ public actor LookupDevice {
                                   timestamp: UInt64(Date().timeIntervalSince1970)).body
     }
 
-    static func keyUpload(for keyConfig: EvaluationKeyConfigMessage, hash: [UInt8], timestamp: UInt64) throws
+    public static func keyUpload(for keyConfig: EvaluationKeyConfigMessage, hash: [UInt8], timestamp: UInt64) throws
         -> (body: [UInt8], secretKey: SecretKey) {
         let context = try Context(parameters: try keyConfig.encryptionParameters.native())
         let secretKey = SecretKey(context: context)

@@ -16,6 +16,8 @@ public struct LookupHTTPClient: Sendable {
     public let client: HTTPClient
     /// When set, every request goes through this Oblivious HTTP gateway to `baseURL`, as a device's does.
     public var oblivious: ObliviousRoute?
+    /// When set, every exchange's sizes are recorded here.
+    public var log: ExchangeLog?
 
     /// A client for `baseURL` (a trailing slash is dropped).
     public init(baseURL: String, client: HTTPClient = .shared) {
@@ -35,8 +37,11 @@ public struct LookupHTTPClient: Sendable {
     public func exchange(method: HTTPMethod = .POST, path: String, headers: [(String, String)], body: [UInt8]?) async throws
         -> (status: Int, headers: [(String, String)], body: [UInt8]) {
         if let oblivious {
-            return try await oblivious.exchange(client: client, targetURL: baseURL, method: method, path: path, headers: headers,
-                                                body: body, timeout: timeout, maxResponseBytes: maxResponseBytes)
+            let answer = try await oblivious.exchange(client: client, targetURL: baseURL, method: method, path: path, headers: headers,
+                                                      body: body, timeout: timeout, maxResponseBytes: maxResponseBytes)
+            log?.append(.init(path: path, status: answer.status, requestBytes: body?.count ?? 0, responseBytes: answer.body.count,
+                              wireRequestBytes: answer.wire.request, wireResponseBytes: answer.wire.response))
+            return (answer.status, answer.headers, answer.body)
         }
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
@@ -47,6 +52,7 @@ public struct LookupHTTPClient: Sendable {
         }
         let response = try await client.execute(request, timeout: timeout)
         let buffer = try await response.body.collect(upTo: maxResponseBytes)
+        log?.append(.init(path: path, status: Int(response.status.code), requestBytes: body?.count ?? 0, responseBytes: buffer.readableBytes))
         return (Int(response.status.code), response.headers.map { ($0.name, $0.value) }, Array(buffer.readableBytesView))
     }
 }

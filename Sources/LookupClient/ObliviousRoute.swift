@@ -41,7 +41,7 @@ public struct ObliviousRoute: Sendable {
     /// One exchange with the target at `targetURL` + `path`, through the gateway.
     func exchange(client: HTTPClient, targetURL: String, method: HTTPMethod, path: String, headers: [(String, String)],
                   body: [UInt8]?, timeout: TimeAmount, maxResponseBytes: Int) async throws
-        -> (status: Int, headers: [(String, String)], body: [UInt8]) {
+        -> (status: Int, headers: [(String, String)], body: [UInt8], wire: (request: Int, response: Int)) {
         let target = URL(string: targetURL)
         let authority = target.map { url in url.host.map { host in url.port.map { "\(host):\($0)" } ?? host } ?? "" } ?? ""
         var fields = headers.map { BinaryHTTPField($0.0.lowercased(), $0.1) }
@@ -64,6 +64,6 @@ public struct ObliviousRoute: Sendable {
         do { opened = try BinaryHTTPResponse(decoding: try sealed.openResponse(answer)) } catch {
             throw LookupClientError.protocolViolation("the gateway's encapsulated answer does not open: \(error)")
         }
-        return (opened.status, opened.headers.map { ($0.name, $0.value) }, opened.content)
+        return (opened.status, opened.headers.map { ($0.name, $0.value) }, opened.content, (sealed.encapsulated.count, answer.count))
     }
 }

@@ -7,7 +7,7 @@ struct CallVeil: AsyncParsableCommand {
         commandName: "callveil",
         abstract: "CallVeil: a scalable Live Caller ID Lookup backend.",
         version: callveilVersion,
-        subcommands: [ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self, KeygenCommand.self, StoreKeyCommand.self, QueryCommand.self, CanaryCommand.self,
+        subcommands: [ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self, KeygenCommand.self, StoreKeyCommand.self, QueryCommand.self, CanaryCommand.self, DoctorCommand.self,
                       BuildDatabaseCommand.self, ProcessDatabaseCommand.self, DatabaseCommand.self, GenerateDemoCommand.self,
                       GatewayCommand.self, ReportsCommand.self, URLFilterCommand.self])
 }

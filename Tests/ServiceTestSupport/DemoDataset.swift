@@ -13,10 +13,14 @@ public struct DemoDataset: Sendable {
     public let records: [IdentityRecord]
     public let useCases: [ServiceConfig.UseCase]
 
-    /// `count` numbers (every 5th blocked, two thirds named) processed under `directory`.
+    /// `count` numbers (every 5th blocked, two thirds named) processed under `directory`, after Apple's test identity
+    /// when `testIdentity`.
     public static func make(in directory: String, count: Int = 300, seed: Int = 0, identityShards: Int = 2, versionCount: Int = 2,
-                            flipBlock: Int? = nil) throws -> DemoDataset {
+                            flipBlock: Int? = nil, testIdentity: Bool = false) throws -> DemoDataset {
         var records: [IdentityRecord] = []
+        if testIdentity {  // Apple's onboarding test identity
+            records.append(IdentityRecord(number: "+14085551212", name: "Johnny Appleseed", category: .person, block: false, cacheExpiryMinutes: 5))
+        }
         for i in 0..<count {
             let number = "+1" + String(format: "%03d", 200 + (i * 7919 + seed * 31) % 800) + String(format: "%07d", 2_000_000 + i * 37 + seed)
             records.append(IdentityRecord(number: number, name: i % 3 == 2 ? "" : "Caller \(i)",

@@ -97,6 +97,27 @@ public enum OHTTPInteropClient {
         }
     }
 
+    /// A server of the script that prints "listening PORT" (`terminate`, `dns`).
+    public final class Listening: Child, @unchecked Sendable {
+        /// The port it listens on.
+        public let port: Int
+
+        /// Starts the script with `arguments` and waits for its port.
+        public static func start(_ arguments: [String]) async throws -> Listening {
+            let (process, text) = try await startWithFirstLine(arguments)
+            guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
+                process.terminate()
+                throw InteropError("\(arguments.first ?? "") did not start: \(text)")
+            }
+            return Listening(process: process, port: port)
+        }
+
+        private init(process: Process, port: Int) {
+            self.port = port
+            super.init(process: process)
+        }
+    }
+
     /// One HTTP/2 connection that made a request and then never reads again (`hold`): a relay's idle connection
     /// that does not answer the server's GOAWAY ping.
     public final class HeldConnection: Child, @unchecked Sendable {

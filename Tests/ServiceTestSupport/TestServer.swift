@@ -26,13 +26,13 @@ public struct TestServer: Sendable {
         return logger
     }
 
-    /// Starts a service from a config file on an ephemeral port.
+    /// Starts a service from a config file on an ephemeral port (or on `host:port`).
     public static func start(configPath: String, makeExecutor: (@Sendable (ExecutorEnvironment) throws -> any ShardExecutor)? = nil,
-                             metrics: ServiceMetrics? = nil) async throws -> TestServer {
+                             metrics: ServiceMetrics? = nil, host: String = "127.0.0.1", port: Int = 0) async throws -> TestServer {
         let server = try await LookupServer(configPath: configPath, pool: nil, metrics: metrics, makeExecutor: makeExecutor, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()
-        let app = try server.makeApplication(host: "127.0.0.1", port: 0, onAdminRunning: { adminContinuation.yield($0) }) { port in
+        let app = try server.makeApplication(host: host, port: port, onAdminRunning: { adminContinuation.yield($0) }) { port in
             continuation.yield(port)
         }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
@@ -40,7 +40,7 @@ public struct TestServer: Sendable {
         var iterator = ports.makeAsyncIterator()
         var adminIterator = adminPorts.makeAsyncIterator()
         guard let port = await iterator.next(), let adminPort = await adminIterator.next() else { throw CancellationError() }
-        let url = "http://127.0.0.1:\(port)"
+        let url = "http://\(host):\(port)"
         let tokens = server.privacyPass.keys == nil ? nil : PrivacyPassAuthorization(issuer: LookupHTTPClient(baseURL: url), userToken: "AAAA")
         return TestServer(server: server, url: url, adminURL: "http://\(server.http.adminHost ?? "127.0.0.1"):\(adminPort)", group: group,
                           task: task, tokens: tokens)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Onboarding
 import Hummingbird
 import Logging
 import LookupEngine

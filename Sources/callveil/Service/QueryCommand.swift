@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Dataset
 import Foundation
+import Onboarding
 import LookupClient
 import LookupProtocol
 import NIOSSL
