@@ -227,7 +227,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Onboarding",
-            dependencies: ["LookupClient", "LookupProtocol", "ObliviousHTTP", "Dataset", "PIR", "BFV", asyncHTTPClient, nioCore, nioPosix,
+            dependencies: ["LookupClient", "LookupProtocol", "ObliviousHTTP", "Dataset", "PIR", asyncHTTPClient, nioCore, nioPosix,
                            nioSSL, .product(name: "NIOTLS", package: "swift-nio")],
             swiftSettings: strict),
         .executableTarget(
@@ -235,7 +235,7 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage",
                            "Reports", "LookupWorker", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
                            "LookupDeployment", "LookupClient", "ZeroMQ", logging, serviceLifecycle, unixSignals,
-                           hummingbird, argumentParser, asyncHTTPClient, nioSSL, nioCore, "ObliviousHTTP", "Onboarding"],
+                           hummingbird, argumentParser, asyncHTTPClient, nioSSL, nioCore, "Onboarding"],
             swiftSettings: strict),
         .target(
             name: "LoadGeneration",
