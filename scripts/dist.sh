@@ -43,6 +43,9 @@ done
 install -D -m 0644 cluster/cluster.yaml "$doc/examples/cluster.yaml"
 install -D -m 0644 cluster/two-coordinators/worker.env "$doc/examples/worker.env"
 install -D -m 0644 cluster/service-config-shared.json "$doc/examples/service-config-shared.json"
+for file in callveil-rules.yml callveil-rules.test.yml grafana-dashboard.json prometheus.yml; do
+  install -D -m 0644 "cluster/monitoring/$file" "$doc/monitoring/$file"
+done
 install -d "$stage/DEBIAN"
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@DEPENDS@/$(IFS=,; echo "${depends[*]}" | sed 's/,/, /g')/" \
   cluster/debian/control.in > "$stage/DEBIAN/control"
