@@ -227,7 +227,8 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Onboarding",
-            dependencies: ["LookupClient", "LookupProtocol", "ObliviousHTTP", "Dataset", "PIR", asyncHTTPClient, nioCore, nioPosix,
+            dependencies: ["LookupClient", "LookupProtocol", "ObliviousHTTP", "Dataset", "PIR", "URLFilter", asyncHTTPClient, nioCore,
+                           nioPosix,
                            nioSSL, .product(name: "NIOTLS", package: "swift-nio")],
             swiftSettings: strict),
         .executableTarget(

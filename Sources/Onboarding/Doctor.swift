@@ -27,6 +27,9 @@ public struct Doctor: Sendable {
         public var resolver: TXTResolver?
         /// The largest request body the relay is stated to accept (the form's limit); nil: no limit checked.
         public var maxRequestBytes: Int?
+        /// The URL-filter app's bundle identifier, when the deployment serves `NEURLFilter` (use case
+        /// `<id>.url.filtering`, test URL `www.apple.com/url-filter-test` with the value 1, TXT `apple-url-filter=<id>`).
+        public var urlFilterBundleID: String?
         /// Apple's test identity.
         public var testNumber = "+14085551212"
         public var testName = "Johnny Appleseed"
@@ -62,7 +65,7 @@ public struct Doctor: Sendable {
         checks.append(userTokenFormatCheck())
         let lookup = await lookupChecks(gatewayUsable: keyConfig)
         checks += lookup.checks
-        checks.append(dnsCheck())
+        checks += dnsChecks()
         checks += sizeChecks(lookup.sizes)
         return DoctorReport(checks: checks, form: formLines(lookup.sizes))
     }

@@ -186,7 +186,7 @@ public final class ClusterCoordinator: ShardExecutor {
 
     /// Logs and counts a message from a worker that was refused.
     func reject(_ why: String, worker: String? = nil) {
-        count("callveil_cluster_messages_rejected_total", [("reason", why)])
+        count("callveil_cluster_messages_rejected_total", [("reason", why.replacingOccurrences(of: " ", with: "_"))])
         logger.warning("refused a message from a worker", metadata: ["reason": .string(why), "worker": .string(worker ?? "?")])
     }
 

@@ -1,15 +1,21 @@
 import Foundation
 
 extension Doctor {
-    /// The TXT record on the service's host that proves the provider's intent:
-    /// `apple-live-caller-id-lookup=<extension bundle id>`.
-    func dnsCheck() -> DoctorCheck {
-        let id = "dns.txt", title = "DNS TXT record on the service host"
+    /// The TXT records on the service's host that prove the provider's intent:
+    /// `apple-live-caller-id-lookup=<extension bundle id>`, and `apple-url-filter=<app bundle id>` for URL filtering.
+    func dnsChecks() -> [DoctorCheck] {
+        var checks = [dnsCheck(id: "dns.txt", wanted: "apple-live-caller-id-lookup=\(settings.bundleID)")]
+        if let app = settings.urlFilterBundleID { checks.append(dnsCheck(id: "dns.txt-url-filter", wanted: "apple-url-filter=\(app)")) }
+        return checks
+    }
+
+    /// The TXT record `wanted` on the service's host.
+    func dnsCheck(id: String, wanted: String) -> DoctorCheck {
+        let title = "DNS TXT record on the service host"
         if settings.local { return .skipped(id, title, "local mode") }
         guard let host = Self.host(of: settings.serviceURL) else {
             return .fail(id, title, "the service URL does not parse", fix: "give the service URL as https://<host>")
         }
-        let wanted = "apple-live-caller-id-lookup=\(settings.bundleID)"
         let resolver = settings.resolver ?? .system()
         do {
             let records = try resolver.txt(host)

@@ -4,6 +4,7 @@ import LookupClient
 import LookupProtocol
 import ObliviousHTTP
 import PIR
+import URLFilter
 
 extension Doctor {
     /// The sizes of one device session, for the size checks and the form.
@@ -128,6 +129,7 @@ extension Doctor {
         } catch {
             checks.append(.fail(ids[2].0, ids[2].1, "\(error)", fix: "see the service's log for the refusal"))
         }
+        if let app = settings.urlFilterBundleID { checks.append(await urlFilterCheck(device: device, app: app)) }
         sizes.exchanges = probe.log.exchanges
         // Each compression's largest /key body over the use cases' key configs.
         let perUseCase = [await keyBodies(device: device, useCase: block), await keyBodies(device: device, useCase: identity)]
@@ -137,6 +139,26 @@ extension Doctor {
             return (compression.rawValue, largest.bytes, bodies.allSatisfy(\.current))
         }
         return (checks, sizes)
+    }
+
+    /// The URL-filter test entry: `www.apple.com/url-filter-test` answers the value 1 in `<app>.url.filtering`.
+    func urlFilterCheck(device: LookupDevice, app: String) async -> DoctorCheck {
+        let id = "lookup.url-filter-test", title = "URL filter lookup of www.apple.com/url-filter-test"
+        let useCase = "\(app).url.filtering"
+        do {
+            try await device.syncConfig([useCase])
+            let keyword = Array((try URLNormalizer.normalize("www.apple.com/url-filter-test")).utf8)
+            let value = try await device.lookup(keyword, in: useCase)
+            guard value == [1] else {
+                return .fail(id, title, value == nil ? "not in \(useCase)" : "the value is not 1",
+                             fix: "add www.apple.com/url-filter-test to the URL list (callveil url-filter build), process and reload")
+            }
+            return .pass(id, title, "\(useCase) answers 1")
+        } catch let error as LookupClientError where error.code == .unknownUseCase {
+            return .fail(id, title, "the service does not offer \(useCase)", fix: "name the URL-filter use case <app bundle id>.url.filtering")
+        } catch {
+            return .fail(id, title, "\(error)", fix: "see the service's log for the refusal")
+        }
     }
 
     /// A probe for this deployment (CA, host overrides).

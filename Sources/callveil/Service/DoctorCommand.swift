@@ -36,6 +36,9 @@ struct DoctorCommand: AsyncParsableCommand {
     @Option(help: "The Live Caller ID Lookup extension's bundle identifier (use cases <id>.block and <id>.identity).")
     var bundleId: String
 
+    @Option(help: "The URL-filter app's bundle identifier, when the deployment serves NEURLFilter (use case <id>.url.filtering).")
+    var urlFilterBundleId: String?
+
     @Option(help: "The bearer token Apple's validation will use (a user token of the service config).")
     var userToken: String
 
@@ -104,6 +107,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }, uniquingKeysWith: { _, last in last })
         settings.resolver = dnsServer.flatMap(Self.resolver)
         settings.maxRequestBytes = maxRequestBytes
+        settings.urlFilterBundleID = urlFilterBundleId
         settings.testNumber = testNumber
         settings.testName = testName
         return settings

@@ -1,9 +1,11 @@
+import Dataset
 import Foundation
 import LookupClient
 import Onboarding
 import ServiceCore
 import ServiceTestSupport
 import Testing
+import URLFilter
 
 /// `callveil doctor` against a local deployment as Apple would see it: the service, issuer and gateway on
 /// `https://*.callveil.test` (port 443 of a loopback address of its own, a test CA), Apple's test identity in the
@@ -27,6 +29,7 @@ struct DoctorTests {
             settings.hostOverrides = ["service.callveil.test": address, "issuer.callveil.test": address, "gateway.callveil.test": address]
             settings.resolver = TXTResolver(server: "127.0.0.1", port: UInt16(dns.port))
             settings.maxRequestBytes = 1 << 20
+            settings.urlFilterBundleID = "net.example.filter"
             return settings
         }
 
@@ -43,13 +46,21 @@ struct DoctorTests {
     /// Starts a deployment. `testIdentity`: the data holds +14085551212; `txt`: the TXT records served;
     /// `h2`: TLS by the service itself (ALPN h2 and http/1.1), else by a terminator offering http/1.1 only;
     /// `tokens`: the config's user tokens.
-    static func deploy(testIdentity: Bool = true, txt: [String] = ["apple-live-caller-id-lookup=net.example.lookup"], h2: Bool = true,
-                       tokens: [String] = ["AAAA"]) async throws -> Deployment {
+    static func deploy(testIdentity: Bool = true, testURL: Bool = true,
+                       txt: [String] = ["apple-live-caller-id-lookup=net.example.lookup", "apple-url-filter=net.example.filter"],
+                       h2: Bool = true, tokens: [String] = ["AAAA"]) async throws -> Deployment {
         let directory = try temporaryDirectory()
         let address = address()
         _ = try await OHTTPInteropClient.run(["make-cert", directory, "--dns", "*.callveil.test"])
         let data = try DemoDataset.make(in: directory, count: 40, testIdentity: testIdentity)
-        let config = try writeServiceConfig(in: directory, usecases: data.useCases) { config in
+        // The URL-filter use case, with Apple's test URL when `testURL`.
+        let urls = ["tracker.example", "ads.example/banner"] + (testURL ? ["www.apple.com/url-filter-test"] : [])
+        let list = try URLFilterList(text: urls.joined(separator: "\n"))
+        _ = try list.write(to: "\(directory)/url-filter", falsePositiveRate: 0.01)
+        _ = try DatasetBuilder(options: .init(preset: "n_4096_logq_27_28_28_logt_5", shardCount: 1), directory: "\(directory)/url-db",
+                               stem: "urls", threads: 1).build(input: "\(directory)/url-filter/urls.binpb")
+        let urlFilter = ServiceConfig.UseCase(name: "net.example.filter.url.filtering", manifest: "\(directory)/url-db/urls.manifest.json")
+        let config = try writeServiceConfig(in: directory, usecases: data.useCases + [urlFilter]) { config in
             config.users = [.init(tier: "tier1", tokens: tokens)]
             config.gateway = .init()
             if h2 {
@@ -84,6 +95,8 @@ struct DoctorTests {
         #expect(form["/key request / response bytes"] != nil)
         #expect(form["/queries net.example.lookup.block request / response bytes"] != nil)
         #expect(form["DNS TXT record on the service host"] == "apple-live-caller-id-lookup=net.example.lookup")
+        #expect(report.checks.contains { $0.id == "lookup.url-filter-test" && $0.outcome == .pass })
+        #expect(report.checks.contains { $0.id == "dns.txt-url-filter" && $0.outcome == .pass })
         await deployment.stop()
     }
 
@@ -104,9 +117,13 @@ struct DoctorTests {
         #expect(await Self.failed(noIdentity.settings(), "no test identity") == ["lookup.test-identity"])
         await noIdentity.stop()
 
-        let noTXT = try await Self.deploy(txt: ["v=spf1 -all"])
+        let noTXT = try await Self.deploy(txt: ["v=spf1 -all", "apple-url-filter=net.example.filter"])
         #expect(await Self.failed(noTXT.settings(), "no TXT record") == ["dns.txt"])
         await noTXT.stop()
+
+        let noTestURL = try await Self.deploy(testURL: false)
+        #expect(await Self.failed(noTestURL.settings(), "no test URL") == ["lookup.url-filter-test"])
+        await noTestURL.stop()
 
         let token = "not base64!"
         let badToken = try await Self.deploy(tokens: [token])
