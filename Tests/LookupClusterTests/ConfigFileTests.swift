@@ -15,7 +15,8 @@ struct ConfigFileTests {
     func examplesLoad() throws {
         let files = try FileManager.default.subpathsOfDirectory(atPath: Self.clusterDirectory.path)
         var loaded = 0
-        for file in files.sorted() {
+        // The monitoring kit's files (Prometheus rules and a Grafana dashboard) are not CallVeil configs.
+        for file in files.sorted() where !file.hasPrefix("monitoring/") {
             let path = Self.clusterDirectory.appendingPathComponent(file).path
             if file.hasSuffix(".yaml") {
                 _ = try ClusterConfig.load(path: path)
