@@ -27,20 +27,7 @@ struct CanaryCommand: AsyncParsableCommand {
     @Option(help: "The service's base URL (the target behind the gateway).")
     var url: String
 
-    @Option(help: "Oblivious HTTP gateway URL; without it the canary talks to --url directly.")
-    var gatewayUrl: String?
-
-    @Option(help: "The gateway's key configuration URL (default: ohttp-configs beside the gateway URL).")
-    var gatewayKeysUrl: String?
-
-    @Option(help: "Token issuer base URL (default: the service URL).")
-    var issuerUrl: String?
-
-    @Option(help: "The user token (Bearer) for Privacy Pass issuance; without it no tokens are sent.")
-    var userToken: String?
-
-    @Option(help: "A CA certificate (PEM) to trust besides the system's.")
-    var ca: String?
+    @OptionGroup var device: DeviceOptions
 
     @Option(help: "The number looked up (Apple's test identity by default).")
     var number: String = "+14085551212"
@@ -50,12 +37,6 @@ struct CanaryCommand: AsyncParsableCommand {
 
     @Option(help: "The block answer expected: blocked, not-blocked, or any.")
     var expectBlock: String = "any"
-
-    @Option(help: "Block use case name.")
-    var blockUsecase: String = "net.example.lookup.block"
-
-    @Option(help: "Identity use case name.")
-    var identityUsecase: String = "net.example.lookup.identity"
 
     @Option(help: "Seconds between probes.")
     var interval: Double = 30
@@ -88,9 +69,7 @@ struct CanaryCommand: AsyncParsableCommand {
         let logger = try logging.bootstrap()
         let metrics = ServiceMetrics()
         metrics.setBuildInfo(version: callveilVersion)
-        let probe = DeviceProbe(.init(url: url, issuerURL: issuerUrl, gatewayURL: gatewayUrl, gatewayKeysURL: gatewayKeysUrl,
-                                      userToken: userToken, userAgent: "com.apple.ciphermld/1.0 iOS/18.2 callveil-canary", ca: ca,
-                                      blockUseCase: blockUsecase, identityUseCase: identityUsecase))
+        let probe = DeviceProbe(device.settings(url: url, userAgent: "com.apple.ciphermld/1.0 iOS/18.2 callveil-canary"))
         let expectation = CanaryExpectation(name: expectName.isEmpty ? nil : expectName, block: .init(rawValue: expectBlock) ?? .any)
         let router = Router()
         AdminRoutes.addMetrics(to: router, metrics: metrics)

@@ -20,37 +20,16 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(help: "Phone number (E.164); repeat for several.")
     var number: [String]
 
-    @Option(help: "Block use case name.")
-    var blockUsecase: String = "net.example.lookup.block"
-
-    @Option(help: "Identity use case name.")
-    var identityUsecase: String = "net.example.lookup.identity"
-
     @Option(help: "User-Agent header (decides config features).")
     var userAgent: String = "com.apple.ciphermld/1.0 iOS/18.2 callveil-query"
 
     @Option(help: "User-Identifier header (default: random per run).")
     var userIdentifier: String?
 
-    @Option(help: "The app's user token for Privacy Pass issuance (Bearer); without it no tokens are sent.")
-    var userToken: String?
-
-    @Option(help: "Token issuer base URL (default: the server URL).")
-    var issuerUrl: String?
-
-    @Option(help: "For https: a CA certificate (PEM) to trust besides the system's, as a server with a private CA needs.")
-    var ca: String?
-
-    @Option(help: "Send every request through this Oblivious HTTP gateway URL (e.g. https://gw.example.com/ohttp-gateway), as a device does through Apple's relay.")
-    var gatewayUrl: String?
-
-    @Option(help: "The gateway's key configuration URL (default: ohttp-configs beside the gateway URL).")
-    var gatewayKeysUrl: String?
+    @OptionGroup var device: DeviceOptions
 
     func run() async throws {
-        let probe = DeviceProbe(.init(url: url, issuerURL: issuerUrl, gatewayURL: gatewayUrl, gatewayKeysURL: gatewayKeysUrl,
-                                      userToken: userToken, userAgent: userAgent, userIdentifier: userIdentifier, ca: ca,
-                                      blockUseCase: blockUsecase, identityUseCase: identityUsecase))
+        let probe = DeviceProbe(device.settings(url: url, userAgent: userAgent, userIdentifier: userIdentifier))
         do {
             let device = try await probe.makeDevice()
             for raw in number {
