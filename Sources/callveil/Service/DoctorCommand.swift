@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import LookupService
 import Onboarding
+import ServiceCore
 import ServiceLifecycle
 
 /// `callveil doctor`: Apple's onboarding checklist against a deployment, from the outside and through its gateway,
@@ -17,8 +18,9 @@ struct DoctorCommand: AsyncParsableCommand {
             (base64), the issuer's directory and the bearer token's key, the use cases <bundle id>.block and \
             .identity, a device lookup of the test identity through the gateway, the DNS TXT record, and the /key \
             and /queries sizes against --max-request-bytes. Each failure prints its fix. Exit status 1 when any fails.
-            With --local --config, a service is started from the config on loopback and the checks that need the \
-            public deployment (URLs, TLS, DNS) are skipped.
+            With --local --config, a service is started from the config on loopback in a sandbox (the config's \
+            datasets, new stores in a temporary directory: the provider's state is not touched) and the checks that \
+            need the public deployment (URLs, TLS, DNS) are skipped.
             """)
 
     @Option(help: "The service URL of the extension's context, e.g. https://service.example.net.")
@@ -113,11 +115,18 @@ struct DoctorCommand: AsyncParsableCommand {
         return settings
     }
 
-    /// Starts the config's service on loopback (admin listener on a free port), checks it, stops it.
+    /// Starts the config's service on loopback (admin listener on a free port), checks it, stops it. The service
+    /// runs in a sandbox: its datasets are the config's, but every store it writes (keys, nonces, issuer and gateway
+    /// keys, reports) is a new one in a temporary directory, the shared store is not used, and the gateway is on;
+    /// nothing of the provider's state is read or written.
     private func runLocal(config: String) async throws -> DoctorReport {
         var logger = Logger(label: "callveil-doctor")
         logger.logLevel = .warning
-        let server = try await LookupServer(configPath: config, logger: logger)
+        let sandbox = FileManager.default.temporaryDirectory.appendingPathComponent("callveil-doctor-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: sandbox, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: sandbox) }
+        let sandboxed = try Self.sandboxed(try ServiceConfig.load(path: config), in: sandbox)
+        let server = try await LookupServer(configPath: sandboxed, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try server.makeApplication(host: "127.0.0.1", port: 0, admin: (nil, 0), onServerRunning: { continuation.yield($0) })
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
@@ -133,5 +142,16 @@ struct DoctorCommand: AsyncParsableCommand {
         await group.triggerGracefulShutdown()
         _ = try? await running.value
         return report
+    }
+
+    /// `config` sandboxed in `directory` (`ServiceConfig.sandboxed(in:)`), written there as `service-config.json`,
+    /// whose path is returned.
+    static func sandboxed(_ config: ServiceConfig, in directory: String) throws -> String {
+        let config = config.sandboxed(in: directory)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let path = "\(directory)/service-config.json"
+        try encoder.encode(config).write(to: URL(fileURLWithPath: path))
+        return path
     }
 }

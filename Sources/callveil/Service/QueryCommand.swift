@@ -28,14 +28,26 @@ struct QueryCommand: AsyncParsableCommand {
 
     @OptionGroup var device: DeviceOptions
 
+    @Option(help: "Seconds the whole run may take (tokens, config, key upload, every lookup) before it fails.")
+    var timeout: Double = 120
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be in (0, 3600] seconds") }
+    }
+
     func run() async throws {
         let probe = DeviceProbe(device.settings(url: url, userAgent: userAgent, userIdentifier: userIdentifier))
+        let numbers = try number.map { raw in
+            guard let normalized = IdentityDataset.normalize(raw) else { throw ValidationError("\(raw) is not an E.164 number") }
+            return normalized
+        }
         do {
-            let device = try await probe.makeDevice()
-            for raw in number {
-                guard let normalized = IdentityDataset.normalize(raw) else { throw ValidationError("\(raw) is not an E.164 number") }
-                let answer = try await probe.lookUp(normalized, device: device)
-                print(Self.describe(number: normalized, block: answer.block, identity: answer.identity))
+            try await withDeadline(seconds: timeout) {
+                let device = try await probe.makeDevice()
+                for number in numbers {
+                    let answer = try await probe.lookUp(number, device: device)
+                    print(Self.describe(number: number, block: answer.block, identity: answer.identity))
+                }
             }
         } catch {
             await probe.shutdown()

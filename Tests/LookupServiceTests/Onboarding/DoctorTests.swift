@@ -135,6 +135,35 @@ struct DoctorTests {
         await http1.stop()
     }
 
+    @Test("local mode: the provider's config checked in a sandbox; none of its stores is created or touched")
+    func localSandbox() async throws {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 30, testIdentity: true)
+        let config = try writeServiceConfig(in: directory, usecases: data.useCases) { config in
+            config.http?.protocol = "tls"  // the provider's public settings: the sandbox serves plain HTTP on loopback
+            config.http?.tlsCertificateFile = "\(directory)/missing-cert.pem"
+            config.http?.tlsKeyFile = "\(directory)/missing-key.pem"
+        }
+        let before = Set(try FileManager.default.contentsOfDirectory(atPath: directory))
+        let sandbox = try temporaryDirectory()
+        let sandboxed = try ServiceConfig.load(path: config).sandboxed(in: sandbox)
+        let path = "\(sandbox)/service-config.json"
+        try JSONEncoder().encode(sandboxed).write(to: URL(fileURLWithPath: path))
+        let server = try await TestServer.start(configPath: path)
+        var settings = Doctor.Settings(serviceURL: server.url, issuerURL: server.url, gatewayURL: server.url + "/ohttp-gateway",
+                                       gatewayKeysURL: server.url + "/ohttp-configs", bundleID: "net.example.lookup", userToken: "AAAA")
+        settings.local = true
+        let report = await Doctor(settings).run()
+        print(report.rendered())
+        #expect(report.failed.isEmpty)
+        #expect(report.checks.filter { $0.outcome == .skipped }.map(\.id).sorted()
+                == ["dns.txt", "tls.gateway-h2", "url.gateway", "url.gateway-keys", "url.issuer", "url.service"])
+        await server.stop()
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory)) == before, "the provider's directory is unchanged")
+        let written = Set(try FileManager.default.contentsOfDirectory(atPath: sandbox))
+        #expect(written.isSuperset(of: ["keys.sqlite", "nonces.sqlite", "issuer-keys", "gateway-keys"]), "\(written.sorted())")
+    }
+
     @Test("URL shapes: https on 443, a bare subdomain for the service and the issuer, no trailing slash")
     func urlShapes() {
         #expect(Doctor.urlProblem("https://service.example.net", pathAllowed: false) == nil)
