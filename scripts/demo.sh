@@ -29,8 +29,10 @@ In another terminal, look numbers up like an iPhone does:
   $bin query --url http://127.0.0.1:$port --user-token AAAA --number ${samples[0]}    # blocked, with a name
   $bin query --url http://127.0.0.1:$port --user-token AAAA --number ${samples[1]}    # a business
   $bin query --url http://127.0.0.1:$port --user-token AAAA --number ${samples[3]}    # not in the database
+  $bin query --url http://127.0.0.1:$port --user-token AAAA --number +14085551212 --gateway-url http://127.0.0.1:$port/ohttp-gateway
+                                            # Apple's test identity, through the Oblivious HTTP gateway as a phone
 
-Metrics: curl http://127.0.0.1:9090/metrics    Health: curl http://127.0.0.1:9090/healthz   (the admin listener, loopback only)
+Metrics: curl http://127.0.0.1:9090/metrics    Health: curl http://127.0.0.1:9090/healthz, /readyz   (the admin listener, loopback only)
 
 MSG
 exec "$bin" serve --config "$demo/service-config.json" --port "$port"
