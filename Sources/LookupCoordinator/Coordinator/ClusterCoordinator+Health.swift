@@ -54,7 +54,7 @@ extension ClusterCoordinator {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let placed = state.withLock { s in
-                s.desired.shards.allSatisfy { key, spec in s.workers.values.filter { $0.actual[key] == spec.sha256 }.count >= copies }
+                s.desired.shards.allSatisfy { key, spec in Self.holders(of: key, spec, in: s) >= copies }
             }
             if placed { return true }
             try? await Task.sleep(for: .milliseconds(50))
@@ -99,12 +99,17 @@ extension ClusterCoordinator {
             let target = min(options.replication, max(listed, s.workers.count))
             var unserved = 0, under = 0
             for (key, spec) in s.desired.shards {
-                let holders = s.workers.values.filter { $0.actual[key] == spec.sha256 }.count
+                let holders = Self.holders(of: key, spec, in: s)
                 if holders == 0 { unserved += 1 }
                 if holders < max(target, 1) { under += 1 }
             }
             return (s.desired.shards.count, unserved, under, target)
         }
+    }
+
+    /// Live workers that report `key` loaded with the desired content.
+    static func holders(of key: ShardKey, _ spec: ShardSpec, in s: State) -> Int {
+        s.workers.values.filter { $0.actual[key] == spec.sha256 }.count
     }
 
     /// Sets the cluster's gauges at a scrape.

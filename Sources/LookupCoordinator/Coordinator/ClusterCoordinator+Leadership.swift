@@ -27,14 +27,12 @@ extension ClusterCoordinator {
                 s.planDirty = true
             }
             logger.notice("leading placement")
-            options.metrics?.set("callveil_cluster_placement_leader", 1)
             count("callveil_cluster_leadership_changes_total", [("change", "gained")])
             reconcileAll()
         } else if !leads {
             if was {
                 state.withLock { $0.leading = false }
                 logger.warning("no longer leading placement; following the stored placement")
-                options.metrics?.set("callveil_cluster_placement_leader", 0)
                 count("callveil_cluster_leadership_changes_total", [("change", "lost")])
             }
             do {

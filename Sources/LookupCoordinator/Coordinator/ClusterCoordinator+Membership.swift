@@ -60,7 +60,6 @@ extension ClusterCoordinator {
         serveWaiters()  // its credit or shards may have changed
         if let event {
             logger.info("\(event)", metadata: ["worker": .string(name), "threads": "\(hello.threads)", "shards": "\(actual.count)"])
-            options.metrics?.set("callveil_cluster_workers", state.withLock { $0.workers.count })
         }
         if state.withLock({ $0.planDirty }) { reconcileAll() } else { reconcile(name) }
         expireKeys(on: name, applied: hello.keysExpiredBefore)
@@ -86,7 +85,6 @@ extension ClusterCoordinator {
         }
         guard let orphans else { return }
         logger.warning("worker lost", metadata: ["worker": .string(worker), "reason": .string(reason)])
-        options.metrics?.set("callveil_cluster_workers", state.withLock { $0.workers.count })
         for p in orphans { p.continuation?.resume(throwing: WorkerLost(worker: worker)) }
         serveWaiters()  // those waiting for its credit try the other replicas, or learn there are none
         reconcileAll()

@@ -146,17 +146,16 @@ public actor LookupServer {
     private nonisolated func addCollectors() {
         let gateway = self.gateway, issuer = privacyPass.keys, maxNonces = privacyPass.maxNoncesPerKey
         metrics.addCollector { metrics in
+            func record(_ ring: String, _ schedule: (rotationDue: Date, expiry: Date)?) {
+                guard let schedule else { return }
+                metrics.set("callveil_key_rotation_due_timestamp_seconds", schedule.rotationDue.timeIntervalSince1970, dimensions: [("ring", ring)])
+                metrics.set("callveil_key_expiry_timestamp_seconds", schedule.expiry.timeIntervalSince1970, dimensions: [("ring", ring)])
+            }
             if let gateway {
                 metrics.set("callveil_ohttp_replay_cache_entries", gateway.replay.usage.entries)
-                if let schedule = gateway.keys.schedule {
-                    metrics.set("callveil_key_rotation_due_timestamp_seconds", schedule.rotationDue.timeIntervalSince1970, dimensions: [("ring", "ohttp")])
-                    metrics.set("callveil_key_expiry_timestamp_seconds", schedule.expiry.timeIntervalSince1970, dimensions: [("ring", "ohttp")])
-                }
+                record("ohttp", gateway.keys.schedule)
             }
-            if let schedule = issuer?.schedule {
-                metrics.set("callveil_key_rotation_due_timestamp_seconds", schedule.rotationDue.timeIntervalSince1970, dimensions: [("ring", "issuer")])
-                metrics.set("callveil_key_expiry_timestamp_seconds", schedule.expiry.timeIntervalSince1970, dimensions: [("ring", "issuer")])
-            }
+            record("issuer", issuer?.schedule)
             if let maxNonces { metrics.set("callveil_privacy_pass_nonces_per_key_limit", maxNonces) }
         }
     }

@@ -27,19 +27,13 @@ public enum AdminRoutes {
                           "\"lastReload\":\"\(outcome.successful ? "success" : "failure")\"",
                           "\"unservedShards\":\(unserved)"]
             if !outcome.failedUseCases.isEmpty {
-                fields.append("\"failedUseCases\":[\(outcome.failedUseCases.map { "\"\($0)\"" }.joined(separator: ","))]")
+                fields.append("\"failedUseCases\":[\(outcome.failedUseCases.map(StructuredLogHandler.jsonString).joined(separator: ","))]")
             }
-            if let error = outcome.error { fields.append("\"error\":\(jsonString(error))") }
+            if let error = outcome.error { fields.append("\"error\":\(StructuredLogHandler.jsonString(error))") }
             return Response(status: ready ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(string: "{\(fields.joined(separator: ","))}")))
         }
         addMetrics(to: router, metrics: metrics)
-    }
-
-    /// `text` as a JSON string literal.
-    public static func jsonString(_ text: String) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: [text], options: [.fragmentsAllowed])) ?? Data("[\"\"]".utf8)
-        return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
     }
 
     /// Adds `/metrics` alone (a stand-alone gateway has no use cases to report).

@@ -58,8 +58,8 @@ public struct StructuredLogHandler: LogHandler {
         return plain ? value : jsonString(value)
     }
 
-    /// `value` as a JSON string literal.
-    static func jsonString(_ value: String) -> String {
+    /// `value` as a JSON string literal (also the admin listeners' JSON answers).
+    public static func jsonString(_ value: String) -> String {
         var out = "\""
         for scalar in value.unicodeScalars {
             switch scalar {

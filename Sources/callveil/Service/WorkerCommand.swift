@@ -123,7 +123,7 @@ private func workerAdminListener(worker: ClusterWorker, id: String, metrics: Ser
                                  logger: Logger) throws -> some Service {
     let router = Router()
     router.get("/healthz") { _, _ -> Response in
-        let body = "{\"status\":\"ok\",\"worker\":\(AdminRoutes.jsonString(id)),\"shards\":\(worker.loadedShards.count)}"
+        let body = "{\"status\":\"ok\",\"worker\":\(StructuredLogHandler.jsonString(id)),\"shards\":\(worker.loadedShards.count)}"
         return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
     }
     AdminRoutes.addMetrics(to: router, metrics: metrics)
