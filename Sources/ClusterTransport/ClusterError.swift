@@ -3,7 +3,7 @@ public struct ClusterError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A stable error code, in the style of swift-certificates' `CertificateError`: compare codes, not messages.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Base: String, Sendable {
-            case malformed, versionMismatch, badChunk, noReplica, timeout
+            case malformed, versionMismatch, badChunk, noReplica, timeout, spool
         }
 
         fileprivate let base: Base
@@ -20,6 +20,8 @@ public struct ClusterError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let noReplica = Code(.noReplica)
         /// A request was not answered in time.
         public static let timeout = Code(.timeout)
+        /// The coordinator's spooled copy of a shard could not be written or read.
+        public static let spool = Code(.spool)
     }
 
     /// What went wrong.
@@ -54,4 +56,9 @@ public struct ClusterError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// A request was not answered in time.
     public static let timeout = ClusterError(.timeout, "timed out")
+
+    /// The coordinator's spooled copy of a shard could not be written or read.
+    public static func spool(_ why: String) -> ClusterError {
+        ClusterError(.spool, "shard spool: \(why)")
+    }
 }

@@ -25,12 +25,14 @@ public struct EmbeddedCluster: Sendable {
         metrics = ServiceMetrics(tracer: tracer)
     }
 
-    /// The executor factory for `LookupServer`: a coordinator bound to the in-process endpoint, one copy per shard.
-    public func makeExecutor(logger: Logger) -> @Sendable (ExecutorEnvironment) throws -> any ShardExecutor {
+    /// The executor factory for `LookupServer`: a coordinator bound to the in-process endpoint, one copy per shard,
+    /// keeping the shard files its workers fetch in `spoolDirectory` (nil: in memory).
+    public func makeExecutor(logger: Logger, spoolDirectory: String? = nil) -> @Sendable (ExecutorEnvironment) throws -> any ShardExecutor {
         { [context, metrics] environment in
             var options = ClusterCoordinator.Options(bind: Self.endpoint)
             options.replication = 1
             options.metrics = metrics
+            options.spoolDirectory = spoolDirectory
             return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: logger)
         }
     }
@@ -55,11 +57,12 @@ public struct EmbeddedCluster: Sendable {
         return workers
     }
 
-    /// Starts a service from `configPath` with `workers` embedded workers (0: the PIR core in the HTTP process).
+    /// Starts a service from `configPath` with `workers` embedded workers (0: the PIR core in the HTTP process); the
+    /// workers' shard copies and the coordinator's spool go under `dataDirectory`.
     public func startServer(configPath: String, workers: Int, threads: Int?, dataDirectory: String,
                             logger: Logger) async throws -> (LookupServer, [ClusterWorker]) {
-        let server = try await LookupServer(configPath: configPath, pool: nil, metrics: metrics,
-                                            makeExecutor: workers == 0 ? nil : makeExecutor(logger: logger), logger: logger)
+        let executor = workers == 0 ? nil : makeExecutor(logger: logger, spoolDirectory: "\(dataDirectory)/spool")
+        let server = try await LookupServer(configPath: configPath, pool: nil, metrics: metrics, makeExecutor: executor, logger: logger)
         let started = try await startWorkers(count: workers, dataDirectory: dataDirectory, threads: threads, server: server, logger: logger)
         return (server, started)
     }

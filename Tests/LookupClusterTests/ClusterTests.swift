@@ -310,6 +310,27 @@ struct ClusterTests {
         var done = false
         while !done { done = try sink.accept(try source.chunk(for: ref, at: sink.offset)) }
         #expect(try sink.finish() == compact)
+
+        // Spooled: the same chunks, read from the file; a crash's leftovers (a partial write, a file cut short) are
+        // replaced, and a prune keeps only the content still wanted.
+        let spool = "\(directory)/spool"
+        let spooled = try TransferSource.spooled(compact, in: spool, chunkSize: 256)
+        let spoolFile = TransferSource.spoolPath(sha256: source.sha256, in: spool)
+        #expect(spooled.sha256 == source.sha256 && spooled.totalBytes == compact.count)
+        for offset in stride(from: 0, to: compact.count, by: 256) {
+            #expect(try spooled.chunk(for: ref, at: offset) == (try source.chunk(for: ref, at: offset)))
+        }
+        #expect(throws: ClusterError.self) { try spooled.chunk(for: ref, at: compact.count) }
+        try Data(compact.prefix(1000)).write(to: URL(fileURLWithPath: spoolFile))
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: spoolFile + ".partial"))
+        try Data([4]).write(to: URL(fileURLWithPath: "\(spool)/\(String(repeating: "ab", count: 32)).cvshard"))
+        _ = try TransferSource.spooled(compact, in: spool, chunkSize: 256)
+        #expect(FileManager.default.contents(atPath: spoolFile) == Data(compact), "a file of the wrong size is written again")
+        #expect(TransferSource.pruneSpool(spool, keeping: [source.sha256]) == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: spool) == [URL(fileURLWithPath: spoolFile).lastPathComponent])
+        // The spooled file gone (an operator's mistake): a chunk is a typed error, not a crash.
+        #expect(TransferSource.pruneSpool(spool, keeping: []) == 1)
+        #expect(throws: ClusterError.self) { try spooled.chunk(for: ref, at: 0) }
     }
 
     @Test("Placement: replicas on distinct workers, even load, re-replication after a loss")

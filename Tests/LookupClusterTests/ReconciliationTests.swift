@@ -51,18 +51,31 @@ struct ReconciliationTests {
         #expect(seconds <= 10)
     }
 
-    @Test("Default serve (embedded coordinator + worker): a data update with the same config id serves the new value")
+    @Test("Default serve (embedded coordinator + worker, shard files spooled): a data update with the same config id serves the new value; the spool keeps only the desired content")
     func embeddedSameConfigUpdate() async throws {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: 120)
         let cluster = try EmbeddedCluster()
+        let spool = "\(directory)/spool"
         let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases),
-                                                makeExecutor: cluster.makeExecutor(logger: TestServer.logger))
+                                                makeExecutor: cluster.makeExecutor(logger: TestServer.logger, spoolDirectory: spool))
         let workers = try await cluster.startWorkers(count: 1, dataDirectory: "\(directory)/embedded", threads: 1, server: server.server,
                                                      logger: TestServer.logger)
-        try await Self.sameConfigUpdate(server: server, directory: directory, data: data, flip: 3)
         let coordinator = try #require(server.server.executor as? ClusterCoordinator)
+        func spooled() -> Set<String> {
+            Set((try? FileManager.default.contentsOfDirectory(atPath: spool)) ?? [])
+        }
+        func desiredFiles() -> Set<String> {
+            Set(coordinator.desiredState.shards.values.map { URL(fileURLWithPath: TransferSource.spoolPath(sha256: $0.sha256, in: spool)).lastPathComponent })
+        }
+        #expect(!desiredFiles().isEmpty && spooled() == desiredFiles(), "every shard file is spooled, nothing else")
+        #expect(coordinator.transferBytesInMemory == 0, "the coordinator holds no shard file in memory")
+        let before = spooled()
+        try await Self.sameConfigUpdate(server: server, directory: directory, data: data, flip: 3)
         #expect(await coordinator.waitUntilConverged(timeout: .seconds(10)))
+        // The changed shard's new file replaced its old one; the others are the same files.
+        #expect(spooled() == desiredFiles() && spooled() != before && spooled().intersection(before).count == before.count - 1,
+                "spool before \(before.sorted()), after \(spooled().sorted())")
         // The cluster hop and the worker's stages are timed into the process's histograms.
         // (This test's service keeps metrics of its own, which its workers share; `callveil serve` gives all one.)
         let clusterMetrics = String(decoding: cluster.metrics.exposition(), as: UTF8.self)
@@ -73,6 +86,37 @@ struct ReconciliationTests {
         for worker in workers { worker.stop() }
         await server.stop()
         coordinator.shutdown()
+    }
+
+    @Test("A spool that cannot be written fails the reload, not the service: the old content keeps answering, and the next reload after the fix serves the new")
+    func spoolFailureKeepsServing() async throws {
+        let directory = try temporaryDirectory()
+        let data = try DemoDataset.make(in: directory, count: 120)
+        let cluster = try EmbeddedCluster()
+        let spool = "\(directory)/spool"
+        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases),
+                                                makeExecutor: cluster.makeExecutor(logger: TestServer.logger, spoolDirectory: spool))
+        let workers = try await cluster.startWorkers(count: 1, dataDirectory: "\(directory)/embedded", threads: 1, server: server.server,
+                                                     logger: TestServer.logger)
+        let device = server.device()
+        let record = data.records[5]
+        let old: [UInt8] = [record.block ? 1 : 0], new: [UInt8] = [record.block ? 0 : 1]
+        // The spool's place taken by a file: every write there fails.
+        try FileManager.default.removeItem(atPath: spool)
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: spool))
+        _ = try DemoDataset.make(in: directory, count: data.records.count, flipBlock: 5)
+        let failed = try await server.server.reload()
+        #expect(failed.contains(DemoDataset.block), "the reload reports the use case it could not install: \(failed)")
+        for _ in 0..<3 {
+            #expect(try await device.lookup(Array(record.number.utf8), in: DemoDataset.block) == old, "the previous content still answers")
+        }
+        try FileManager.default.removeItem(atPath: spool)
+        #expect(try await server.server.reload().isEmpty)
+        let (seconds, _) = try await Self.waitForValue(device, number: record.number, old: old, new: new)
+        #expect(seconds <= 10)
+        for worker in workers { worker.stop() }
+        await server.stop()
+        (server.server.executor as? ClusterCoordinator)?.shutdown()
     }
 
     @Test("TCP workers: a same-config-id update, then kill -9 and restart after 1 s: shards back within 10 s from disk")

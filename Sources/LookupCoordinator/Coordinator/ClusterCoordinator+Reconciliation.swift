@@ -4,6 +4,7 @@ import LookupEngine
 import LookupProtocol
 import LookupWorker
 import PIR
+import Synchronization
 
 extension ClusterCoordinator {
     /// Makes a loaded version part of the desired state: each shard's file and its SHA-256. A version
@@ -13,11 +14,24 @@ extension ClusterCoordinator {
         let version = useCase.version
         let context = version.context
         let chunkBytes = options.transferChunkBytes
+        let spool = options.spoolDirectory
         let configID = version.configuration.configID
         let shardCount = useCase.shards.count
         let logger = self.logger
         // Workers get each shard as its version-2 `.cvshard` file: read as it is, or (for a shard held only in
-        // evaluation form) packed back into one, a shard at a time. Only the files are kept.
+        // evaluation form) packed back into one, a shard at a time. Only the files are kept: spooled to disk when
+        // the coordinator has a spool directory, so no shard stays in this process's memory.
+        // Hashes this install spools are kept by a prune running meanwhile, until they are recorded below.
+        let spooling = Mutex<[[UInt8]]>([])
+        defer {
+            let shas = spooling.withLock { $0 }
+            state.withLock { s in
+                for sha in shas {
+                    s.spooling[sha, default: 1] -= 1
+                    if s.spooling[sha] == 0 { s.spooling.removeValue(forKey: sha) }
+                }
+            }
+        }
         let built = try await ComputePool.detached {
             try zip(useCase.shards, version.configuration.shards).map { source, parameters in
                 let index = source.index
@@ -28,9 +42,17 @@ extension ClusterCoordinator {
                 if (index + 1) % 16 == 0 || index + 1 == shardCount {
                     logger.info("shards read", metadata: ["usecase": .string(version.name), "done": "\(index + 1)/\(shardCount)"])
                 }
-                let source = TransferSource(bytes: file, chunkSize: chunkBytes)
+                let source: TransferSource
+                if let spool {
+                    let sha = TransferSource.digest(file)
+                    spooling.withLock { $0.append(sha) }
+                    self.state.withLock { $0.spooling[sha, default: 0] += 1 }
+                    source = try TransferSource.spooled(file, sha256: sha, in: spool, chunkSize: chunkBytes)
+                } else {
+                    source = TransferSource(bytes: file, chunkSize: chunkBytes)
+                }
                 let key = ShardKey(useCase: version.name, configID: configID, shard: index)
-                let spec = ShardSpec(key: key, sha256: source.sha256, totalBytes: source.bytes.count,
+                let spec = ShardSpec(key: key, sha256: source.sha256, totalBytes: source.totalBytes,
                                      parameters: try message.serializedBytes(), keyConfigHash: version.configuration.keyConfigHash,
                                      shardCount: shardCount)
                 return (spec, source)
@@ -54,6 +76,7 @@ extension ClusterCoordinator {
             persistDesired()
             reconcileAll()
         }
+        pruneSpool()
     }
 
     public func retire(useCase: String, configID: [UInt8]) async {
@@ -70,7 +93,16 @@ extension ClusterCoordinator {
         if removed {
             persistDesired()
             reconcileAll()
+            pruneSpool()
         }
+    }
+
+    /// Removes spooled shard files no desired shard names (replaced content, retired versions, interrupted writes).
+    func pruneSpool() {
+        guard let directory = options.spoolDirectory else { return }
+        let keeping = state.withLock { Set($0.sources.values.map(\.sha256)).union($0.spooling.keys) }
+        let removed = TransferSource.pruneSpool(directory, keeping: keeping)
+        if removed > 0 { logger.info("spooled shard files removed", metadata: ["count": "\(removed)"]) }
     }
 
     /// Writes the desired state through to the store (the leader only: a follower's state is the store's).

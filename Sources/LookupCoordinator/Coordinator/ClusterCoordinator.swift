@@ -30,6 +30,9 @@ public final class ClusterCoordinator: ShardExecutor {
         public var maxAttempts = 3
         /// Uncompressed bytes per transfer chunk.
         public var transferChunkBytes = 1 << 20
+        /// Where the shard files workers fetch are kept (one file per content hash, read a chunk at a time); nil holds
+        /// them in memory. A service keeps them on disk, so its memory holds each shard once, in a worker.
+        public var spoolDirectory: String?
         /// The coordinator's CURVE key pair and the workers it admits (public key → worker id); required across hosts.
         public var curve: (keys: CurveKeyPair, allowedWorkers: [String: String])?
         /// Re-reads the allow-list (public key → worker id) when the service config is reloaded (SIGHUP).
@@ -65,8 +68,10 @@ public final class ClusterCoordinator: ShardExecutor {
         var workers: [String: WorkerRecord] = [:]
         var routes: [[UInt8]: String] = [:]
         var desired = DesiredState()
-        /// Content of each desired shard, for transfers.
+        /// Content of each desired shard, for transfers (in memory, or spooled to `Options.spoolDirectory`).
         var sources: [ShardKey: TransferSource] = [:]
+        /// Content hashes being spooled by an install not yet recorded in `sources` (kept when the spool is pruned).
+        var spooling: [[UInt8]: Int] = [:]
         var pending: [UInt64: Pending] = [:]
         /// Queries waiting for credit.
         var line = CreditLine()

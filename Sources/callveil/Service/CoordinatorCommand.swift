@@ -5,6 +5,8 @@ import Logging
 import LookupCoordinator
 import LookupEngine
 import LookupService
+import PIR
+import ServiceCore
 import ZeroMQ
 
 /// `callveil coordinator`: the HTTP front door plus routing to workers over ZeroMQ.
@@ -28,12 +30,16 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.bootstrap()
+        MulPirServer.tuneAllocator()  // before the first request, not the first shard
         let cluster = try ClusterConfig.load(path: config)
         let tracing = try tracingFromEnvironment(serviceName: "callveil-coordinator", logger: logger)
         let metrics = ServiceMetrics(tracer: tracing?.tracer)
         metrics.setBuildInfo(version: callveilVersion)
         var options = try cluster.coordinatorOptions(path: config)
         options.metrics = metrics
+        // The shard files workers fetch are kept with the service's state and read a chunk at a time.
+        options.spoolDirectory = (try ServiceConfig.load(path: cluster.service).stateDirectory ?? URL(fileURLWithPath: cluster.service)
+            .deletingLastPathComponent().path) + "/coordinator-spool"
         let context = try ZMQContext()
         let coordinatorOptions = options
         let host = self.host ?? cluster.host ?? "127.0.0.1", port = self.port ?? cluster.port ?? 8080

@@ -1,44 +1,6 @@
-import Crypto
 import Foundation
 import LZ4
 import LookupProtocol
-
-/// Sending side of a shard transfer: the shard file cut into chunks, each an LZ4 frame with the SHA-256 of
-/// its decompressed bytes.
-public struct TransferSource: Sendable {
-    /// The shard file's bytes.
-    public let bytes: [UInt8]
-    /// SHA-256 of `bytes`.
-    public let sha256: [UInt8]
-    /// Uncompressed bytes per chunk.
-    public let chunkSize: Int
-
-    /// A source over a shard file's bytes.
-    public init(bytes: [UInt8], chunkSize: Int = 1 << 20) {
-        self.bytes = bytes
-        self.sha256 = TransferSource.digest(bytes)
-        self.chunkSize = chunkSize
-    }
-
-    /// The SHA-256 of bytes: how a shard's content and each chunk are named and checked.
-    public static func digest(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
-
-    /// The chunk starting at `offset` (which must be a chunk boundary or a resume point below the end).
-    public func chunk(for shard: ClusterShardRef, at offset: Int) throws -> Callveil_Cluster_V1_ShardChunk {
-        guard offset >= 0, offset < bytes.count || (offset == 0 && bytes.isEmpty) else {
-            throw ClusterError.badChunk("offset \(offset) outside \(bytes.count) bytes")
-        }
-        let end = min(offset + chunkSize, bytes.count)
-        let piece = Array(bytes[offset..<end])
-        return try .with {
-            $0.shard = shard
-            $0.offset = UInt64(offset)
-            $0.lz4Frame = Data(try LZ4Frame.compress(piece))
-            $0.sha256 = Data(TransferSource.digest(piece))
-            $0.totalBytes = UInt64(bytes.count)
-        }
-    }
-}
 
 /// Receiving side: appends verified chunks to `<path>.partial` (so a broken transfer resumes where it stopped),
 /// and checks the whole shard's SHA-256 at the end.
