@@ -1,46 +1,86 @@
 import DequeModule
 
 /// A queue served round-robin across owners (one User-Identifier's jobs do not wait behind another's backlog):
-/// each owner's jobs keep their order, and the owner served last goes to the back of the rotation. When the queue
-/// is full, a newcomer can push out the newest job of the owner holding the most, if that owner holds more than
-/// the newcomer would.
+/// each owner's jobs keep their order, and the owner served last goes to the back of the rotation. An owner that
+/// had nothing queued is *fresh*, as a new flow is in FQ-CoDel: its first `freshTurns` jobs are served before the
+/// rotation's, alternating with it while the rotation has owners waiting, so a phone asking now and then waits for
+/// about one job, not one job of every flooding owner, and backlogged owners still get at least every other turn.
+/// When the queue is full, a newcomer can push out the newest job of the owner holding the most, if that owner holds
+/// more than the newcomer would.
 package struct FairQueue<Element> {
+    /// Jobs of a fresh owner served ahead of the rotation (a phone's lookup is two requests at once).
+    package static var freshTurns: Int { 2 }
+
     private var queues: [String: Deque<Element>] = [:]
     private var rotation: Deque<String> = []
+    /// Fresh owners in arrival order, with the turns they have left ahead of the rotation.
+    private var fresh: Deque<String> = []
+    private var freshLeft: [String: Int] = [:]
+    /// Whether the last job served was a fresh owner's (the next goes to the rotation, if it has owners waiting).
+    private var servedFresh = false
     /// Elements queued across owners.
     package private(set) var count = 0
 
     /// An empty queue.
     package init() {}
 
-    /// Queues `element` behind its owner's earlier elements.
+    /// Queues `element` behind its owner's earlier elements; an owner with nothing queued becomes fresh.
     package mutating func append(_ element: Element, owner: String) {
-        if queues[owner, default: []].isEmpty { rotation.append(owner) }
+        if queues[owner, default: []].isEmpty {
+            fresh.append(owner)
+            freshLeft[owner] = Self.freshTurns
+        }
         queues[owner, default: []].append(element)
         count += 1
     }
 
-    /// The next owner's oldest element; that owner goes to the back of the rotation if it has more.
+    /// The next job: a fresh owner's oldest (every other turn while the rotation has owners waiting), else the
+    /// rotation's next owner's oldest. An owner with more queued goes to the back of the fresh while it has fresh
+    /// turns left, then to the back of the rotation.
     package mutating func popFirst() -> Element? {
-        guard let owner = rotation.popFirst(), var queue = queues.removeValue(forKey: owner), let element = queue.popFirst() else {
+        let takeFresh = !fresh.isEmpty && (rotation.isEmpty || !servedFresh)
+        guard let owner = takeFresh ? fresh.first : rotation.popFirst(), var queue = queues.removeValue(forKey: owner),
+              let element = queue.popFirst() else {
             return nil
         }
-        if !queue.isEmpty {
-            queues[owner] = queue
+        servedFresh = takeFresh
+        count -= 1
+        if takeFresh {
+            let left = freshLeft[owner, default: 1] - 1
+            fresh.removeFirst()
+            if queue.isEmpty || left == 0 {
+                freshLeft.removeValue(forKey: owner)
+                if !queue.isEmpty { rotation.append(owner) }
+            } else {
+                freshLeft[owner] = left
+                fresh.append(owner)
+            }
+        } else if !queue.isEmpty {
             rotation.append(owner)
         }
-        count -= 1
+        if !queue.isEmpty { queues[owner] = queue }
         return element
     }
 
     /// Whether `owner` has an element queued.
     package func has(_ owner: String) -> Bool { queues[owner] != nil }
 
-    /// How many queued elements would be served before one `owner` appends now: its own, and from every other
-    /// owner at most one more than `owner` has queued (the rotation serves owners in turn).
+    /// How many queued elements would be served before one `owner` appends now, at most: its own, and from every
+    /// other owner at most one more than `owner` has queued (the rotation serves owners in turn). An element that
+    /// would still be among its owner's fresh turns waits instead for the fresh jobs ahead of it, each followed by at
+    /// most one of the rotation's.
     package func ahead(of owner: String) -> Int {
         let mine = queues[owner]?.count ?? 0
-        return queues.reduce(0) { sum, entry in sum + (entry.key == owner ? entry.value.count : min(entry.value.count, mine + 1)) }
+        let inTurn = queues.reduce(0) { sum, entry in sum + (entry.key == owner ? entry.value.count : min(entry.value.count, mine + 1)) }
+        let left = mine == 0 ? Self.freshTurns : (freshLeft[owner] ?? 0)
+        guard left > mine else { return inTurn }
+        var freshAhead = 0
+        for other in fresh {
+            if other == owner { break }
+            freshAhead += min(queues[other]?.count ?? 0, freshLeft[other] ?? 0)
+        }
+        freshAhead += mine
+        return min(inTurn, freshAhead + min(freshAhead + 1, count - freshAhead))
     }
 
     /// The newest element of the owner with the most queued, if it holds at least two more than `owner` does
@@ -63,6 +103,8 @@ package struct FairQueue<Element> {
         if queue.isEmpty {
             queues.removeValue(forKey: owner)
             rotation.removeAll { $0 == owner }
+            fresh.removeAll { $0 == owner }
+            freshLeft.removeValue(forKey: owner)
         } else {
             queues[owner] = queue
         }
