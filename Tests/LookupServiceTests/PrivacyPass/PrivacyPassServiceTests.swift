@@ -57,6 +57,17 @@ struct PrivacyPassServiceTests {
         await server.stop()
     }
 
+    @Test("An upload declaring more than the route allows gets 413 before its token is looked at: the token stays unspent")
+    func oversizedKeepsToken() async throws {
+        let (server, _) = try await Self.start()
+        let token = try #require(try await server.tokens?.authorization())
+        let oversized = [UInt8](repeating: 0, count: server.server.api.maxKeyUploadBytes + 1)
+        let (status, _) = try await server.post("/key", body: oversized, headers: Self.deviceHeaders + [("Authorization", token)], token: false)
+        #expect(status == 413)
+        #expect(try await config(server, authorization: token).0 == 200, "the refused upload did not spend the token")
+        await server.stop()
+    }
+
     @Test("Concurrent reuse of one token: exactly one request succeeds")
     func concurrentReuse() async throws {
         let (server, _) = try await Self.start()

@@ -6,7 +6,7 @@ import NIOCore
 import ServiceCore
 import SwiftProtobuf
 
-/// The HTTP routes: the PIR endpoints behind their middleware chain (per-user limit → Privacy Pass →
+/// The HTTP routes: the PIR endpoints behind their middleware chain (declared length → per-user limit → Privacy Pass →
 /// User-Identifier → User-Agent, SPEC-PIR §7.3, all on headers; then the body, read within the port's body
 /// budget; then a slot of the port's in-flight limit; `/config` gzip-encoded when accepted). `/healthz` and
 /// `/metrics` are on the admin listener (`AdminRoutes`).
@@ -26,6 +26,7 @@ public enum LookupRoutes {
         // keys the loaded use cases can need (`KeyUploadBound`).
         func group(gated: Bool, bodyLimit: @escaping @Sendable () -> Int = { LookupRequestContext.maxBodyBytes }) -> RouterGroup<LookupRequestContext> {
             let pir = router.group()
+            pir.add(middleware: DeclaredLengthMiddleware(limit: bodyLimit))
             pir.add(middleware: perUser)
             if gated, let gate { pir.add(middleware: FairAdmissionMiddleware(gate: gate, step: .precheck)) }
             if let verifier { pir.add(middleware: PrivateTokenMiddleware(verifier: verifier, metrics: metrics)) }
