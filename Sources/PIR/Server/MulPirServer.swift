@@ -33,6 +33,10 @@ public struct MulPirServer: Sendable {
         return true
     }()
 
+    /// Tunes the process allocator now (the first server does it otherwise): a service calls this at start, so the
+    /// requests before the first shard loads, and a coordinator that never builds a server, get it too.
+    public static func tuneAllocator() { _ = allocatorTuned }
+
     /// A server for one shard; `threads` defaults to every core. The first server tunes the process allocator.
     public init(context: Context, database: ProcessedDatabase, threads: Int? = nil) throws {
         let ctx = context.ciphertextContext
