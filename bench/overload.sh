@@ -4,13 +4,15 @@
 # User-Identifiers, 4× the measured /queries capacity — while a phone checks every answer. Prints the table and
 # fails on a crash, an RSS or p99 bound exceeded, a wrong answer, a refusal without Retry-After or a slow recovery.
 # OVERLOAD_COUNT sets the dataset size, OVERLOAD_PORT the port, OVERLOAD_CONFIG another service config than the demo's,
-# OVERLOAD_DOORS=0 skips the relay-facing doors' run; other arguments go to `callveil-bench overload`.
+# OVERLOAD_DOORS=0 skips the relay-facing doors' run, OVERLOAD_SERVER_BIN runs another server binary (another
+# commit's, side by side); other arguments go to `callveil-bench overload`.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 count=${OVERLOAD_COUNT:-3000}
 port=${OVERLOAD_PORT:-18080}
 source "$top/bench/build-products.sh"
+bin=${OVERLOAD_SERVER_BIN:-$bin}
 work=$(mktemp -d /tmp/callveil-overload.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }

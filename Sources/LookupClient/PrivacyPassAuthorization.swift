@@ -29,6 +29,12 @@ public actor PrivacyPassAuthorization: AuthorizationProvider {
     /// The issuer key in use (after the first token).
     public var tokenKey: TokenKey? { client?.tokenKey }
 
+    /// Issues tokens until `count` are held, so the requests that spend them later cost the issuer nothing then (a
+    /// load tool's flood brings tokens minted earlier, as a real one would).
+    public func stock(_ count: Int) async throws {
+        while tokens.count < count { try await refill() }
+    }
+
     func refill() async throws {
         let client: TokenClient
         if let existing = self.client {

@@ -101,6 +101,19 @@ struct OverloadCommand: AsyncParsableCommand {
         let capacity = Double(counted.total) / capacitySeconds
         print(String(format: "measured capacity: %.1f queries/s (4 devices back to back, %.0f s)", capacity, capacitySeconds))
 
+        // The flood's identities, their queries encrypted and their tokens minted now, before the phone starts: the
+        // flood measures the server's handling of valid queries, not its token issuer or the load tool (issuance is
+        // bounded per user token by the tier's `issuePerSecond`).
+        let floodHTTP = LookupHTTPClient(baseURL: url, client: floodClient)
+        let rate = capacity * floodFactor
+        let floodDevices = try await devices(8, prefix: "flood", http: floodHTTP, token: floodToken,
+                                             stock: Int(rate * floodSeconds / 8 * 1.1) + 16)
+        var bodies: [[UInt8]] = []
+        for (i, device) in floodDevices.enumerated() {
+            bodies.append(try await device.queryRequest(Array(numbers[i % numbers.count].utf8), in: block).serializedBytes())
+        }
+        let keyBody = try await floodDevices[0].freshKeyUpload(for: block)
+
         // The phone, from now to the end, in a process of its own (`OverloadPhoneCommand`): a phone is a device of
         // its own, and in this process its encryption would wait behind the flood's client work.
         let phone = try await PhoneProcess(arguments: ["--url", url, "--dataset", dataset, "--user-token", userToken,
@@ -110,13 +123,6 @@ struct OverloadCommand: AsyncParsableCommand {
         let baselineRSS = rss.peak
 
         // The flood.
-        let floodHTTP = LookupHTTPClient(baseURL: url, client: floodClient)
-        let floodDevices = try await devices(8, prefix: "flood", http: floodHTTP, token: floodToken)
-        var bodies: [[UInt8]] = []
-        for (i, device) in floodDevices.enumerated() {
-            bodies.append(try await device.queryRequest(Array(numbers[i % numbers.count].utf8), in: block).serializedBytes())
-        }
-        let keyBody = try await floodDevices[0].freshKeyUpload(for: block)
         let scraper = adminURL.map { WorkloadMetrics($0 + "/metrics") }
         let stagesBefore = try? await scraper?.scrape()
         let cpuBefore = GatewayBenchCommand.cpuSeconds(pid)
@@ -128,7 +134,6 @@ struct OverloadCommand: AsyncParsableCommand {
         let floodStop = Mutex(false)
         let stopFlood: @Sendable () -> Bool = { floodStop.withLock { $0 } }
         let queryTally = StatusTally(), keyTally = StatusTally()
-        let rate = capacity * floodFactor
         let queryTask = Task {
             await OverloadFlood.queries(devices: floodDevices, bodies: bodies, rate: rate, maxOutstanding: 512, tally: queryTally, stop: stopFlood)
         }
@@ -200,6 +205,16 @@ struct OverloadCommand: AsyncParsableCommand {
         phase("flood", during, floodSeconds, floodRSS)
         phase("recovery", after, recoverySeconds, rss.peak)
         print("")
+        // The phone's fair share: the measured capacity split among the identities asking (the flood's and the
+        // phone's), a lookup being two requests; goodput: the requests answered 200 during the flood, all sources.
+        let identities = Double(floodDevices.count + 1)
+        let fairLookups = capacity / identities / 2
+        let phoneShare = Double(during.count) / floodSeconds / fairLookups
+        let answered = Double(queryTally.snapshot["200"] ?? 0) + 2 * Double(during.count)
+        let goodput = answered / floodSeconds / capacity
+        print(String(format: "phone's fair share during the flood: %.2f lookups/s (capacity over %.0f identities); it got %.2f/s, %.0f%%",
+                     fairLookups, identities, Double(during.count) / floodSeconds, 100 * phoneShare))
+        print(String(format: "goodput during the flood: %.1f queries/s answered 200, %.0f%% of the measured capacity", answered / floodSeconds, 100 * goodput))
         if let floodCPU {
             print(String(format: "server CPU during the flood: %.1f s in %.0f s (%.0f%% of one core)", floodCPU, floodSeconds,
                          100 * floodCPU / floodSeconds))
@@ -249,12 +264,14 @@ struct OverloadCommand: AsyncParsableCommand {
         }
     }
 
-    private func devices(_ count: Int, prefix: String, http: LookupHTTPClient, token: String) async throws -> [LookupDevice] {
+    /// `count` devices synced to the block use case, each holding `stock` tokens.
+    private func devices(_ count: Int, prefix: String, http: LookupHTTPClient, token: String, stock: Int = 0) async throws -> [LookupDevice] {
         var out: [LookupDevice] = []
         for i in 0..<count {
-            let device = LookupDevice(http: http, userIdentifier: "overload-\(prefix)-\(seed)-\(i)",
-                                      authorization: PrivacyPassAuthorization(issuer: http, userToken: token, batch: 16))
+            let tokens = PrivacyPassAuthorization(issuer: http, userToken: token, batch: 16)
+            let device = LookupDevice(http: http, userIdentifier: "overload-\(prefix)-\(seed)-\(i)", authorization: tokens)
             try await device.syncConfig([block])
+            try await tokens.stock(stock)
             out.append(device)
         }
         return out
