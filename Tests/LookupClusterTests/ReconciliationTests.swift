@@ -51,8 +51,9 @@ struct ReconciliationTests {
         #expect(seconds <= 10)
     }
 
-    @Test("Default serve (embedded coordinator + worker, shard files spooled): a data update with the same config id serves the new value; the spool keeps only the desired content")
-    func embeddedSameConfigUpdate() async throws {
+    /// `callveil serve`'s shape on 120 demo numbers: an embedded coordinator spooling to `<directory>/spool` and one
+    /// embedded worker.
+    static func embedded() async throws -> (String, DemoDataset, EmbeddedCluster, String, TestServer, [ClusterWorker]) {
         let directory = try temporaryDirectory()
         let data = try DemoDataset.make(in: directory, count: 120)
         let cluster = try EmbeddedCluster()
@@ -61,6 +62,12 @@ struct ReconciliationTests {
                                                 makeExecutor: cluster.makeExecutor(logger: TestServer.logger, spoolDirectory: spool))
         let workers = try await cluster.startWorkers(count: 1, dataDirectory: "\(directory)/embedded", threads: 1, server: server.server,
                                                      logger: TestServer.logger)
+        return (directory, data, cluster, spool, server, workers)
+    }
+
+    @Test("Default serve (embedded coordinator + worker, shard files spooled): a data update with the same config id serves the new value; the spool keeps only the desired content")
+    func embeddedSameConfigUpdate() async throws {
+        let (directory, data, cluster, spool, server, workers) = try await Self.embedded()
         let coordinator = try #require(server.server.executor as? ClusterCoordinator)
         func spooled() -> Set<String> {
             Set((try? FileManager.default.contentsOfDirectory(atPath: spool)) ?? [])
@@ -90,14 +97,7 @@ struct ReconciliationTests {
 
     @Test("A spool that cannot be written fails the reload, not the service: the old content keeps answering, and the next reload after the fix serves the new")
     func spoolFailureKeepsServing() async throws {
-        let directory = try temporaryDirectory()
-        let data = try DemoDataset.make(in: directory, count: 120)
-        let cluster = try EmbeddedCluster()
-        let spool = "\(directory)/spool"
-        let server = try await TestServer.start(configPath: try writeServiceConfig(in: directory, usecases: data.useCases),
-                                                makeExecutor: cluster.makeExecutor(logger: TestServer.logger, spoolDirectory: spool))
-        let workers = try await cluster.startWorkers(count: 1, dataDirectory: "\(directory)/embedded", threads: 1, server: server.server,
-                                                     logger: TestServer.logger)
+        let (directory, data, cluster, spool, server, workers) = try await Self.embedded()
         let device = server.device()
         let record = data.records[5]
         let old: [UInt8] = [record.block ? 1 : 0], new: [UInt8] = [record.block ? 0 : 1]
