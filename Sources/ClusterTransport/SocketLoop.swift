@@ -12,14 +12,47 @@ import Glibc
 /// poll timeout. Sends never block: a message to a peer that is gone or whose queue is full is dropped, which is
 /// why nothing in the cluster depends on one message arriving (the coordinator reconciles on every heartbeat).
 public final class SocketLoop: Sendable {
+    /// What the loop object and its thread share. It owns the wake pipe and closes both ends only when both have
+    /// let go of it: a thread still polling a descriptor its owner had closed would poll, and drain, whatever the
+    /// process opened next under that number (another library's socket).
     private final class Shared: Sendable {
         let outbox = Mutex<[[[UInt8]]]>([])
         let stopping = Mutex(false)
+        let wakeDescriptor: Int32  // write end of the wake pipe
+        let readDescriptor: Int32
+
+        init() throws {
+            var pipeEnds: [Int32] = [0, 0]
+            guard pipe(&pipeEnds) == 0 else { throw ZMQError(code: errno, operation: "pipe") }
+            for end in pipeEnds {
+                _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            }
+            readDescriptor = pipeEnds[0]
+            wakeDescriptor = pipeEnds[1]
+        }
+
+        deinit {
+            close(readDescriptor)
+            close(wakeDescriptor)
+        }
+
+        /// Marks the loop stopping; true if it was running.
+        func markStopping() -> Bool {
+            stopping.withLock { stopped in
+                defer { stopped = true }
+                return !stopped
+            }
+        }
+
+        /// Wakes the loop thread from its poll.
+        func wake() {
+            var one: UInt8 = 1
+            _ = write(wakeDescriptor, &one, 1)
+        }
     }
 
-    private let shared = Shared()
-    private let wakeDescriptor: Int32  // write end of the wake pipe
-    private let readDescriptor: Int32
+    private let shared: Shared
     private let finished = DispatchSemaphore(value: 0)
     /// The endpoint the setup bound or connected to (a bound `tcp://…:0` resolved to its port).
     public let endpoint: String
@@ -29,15 +62,12 @@ public final class SocketLoop: Sendable {
     public init(context: ZMQContext, kind: ZMQSocket.Kind, name: String,
                 setup: @escaping @Sendable (ZMQSocket) throws -> String,
                 onMessage: @escaping @Sendable ([[UInt8]], String?) -> Void) throws {
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw ZMQError(code: errno, operation: "pipe") }
-        for end in pipeEnds { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
-        let descriptor = pipeEnds[0]
-        readDescriptor = pipeEnds[0]
-        wakeDescriptor = pipeEnds[1]
+        let shared = try Shared()
+        self.shared = shared
         let started = DispatchSemaphore(value: 0)
         let result = Mutex<Result<String, any Error>?>(nil)
         let thread = Thread { [shared, finished] in
+            Self.nameKernelThread(name)
             let socket: ZMQSocket
             do {
                 socket = try ZMQSocket(context: context, kind: kind)
@@ -50,7 +80,7 @@ public final class SocketLoop: Sendable {
                 return
             }
             started.signal()
-            Self.run(socket: socket, wake: descriptor, shared: shared, onMessage: onMessage)
+            Self.run(socket: socket, shared: shared, onMessage: onMessage)
             socket.close()
             finished.signal()
         }
@@ -59,39 +89,41 @@ public final class SocketLoop: Sendable {
         started.wait()
         switch result.withLock({ $0 }) {
         case .success(let endpoint)?: self.endpoint = endpoint
-        case .failure(let error)?:
-            close(pipeEnds[0])
-            close(pipeEnds[1])
-            throw error
+        case .failure(let error)?: throw error
         case nil: throw ZMQError(code: EINVAL, operation: "socket loop did not start")
         }
     }
 
+    /// A loop released without `stop` stops too: its thread closes the socket and exits at its next wake.
     deinit {
-        close(wakeDescriptor)
-        close(readDescriptor)
+        if shared.markStopping() { shared.wake() }
+    }
+
+    /// Gives the calling thread `name` where `top -H`, `ps -L` and crash reports read it (its first 15 bytes):
+    /// Foundation keeps a thread's name to itself on Linux, and Glibc's `pthread_setname_np` is not imported.
+    private static func nameKernelThread(_ name: String) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Queues a message for sending from the loop thread.
     public func send(_ frames: [[UInt8]]) {
         shared.outbox.withLock { $0.append(frames) }
-        var one: UInt8 = 1
-        _ = write(wakeDescriptor, &one, 1)
+        shared.wake()
     }
 
     /// Stops the loop and closes the socket; waits for the thread.
     public func stop() {
-        let first = shared.stopping.withLock { stopped in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        var one: UInt8 = 1
-        _ = write(wakeDescriptor, &one, 1)
+        guard shared.markStopping() else { return }
+        shared.wake()
         finished.wait()
     }
 
-    private static func run(socket: ZMQSocket, wake: Int32, shared: Shared, onMessage: @Sendable ([[UInt8]], String?) -> Void) {
+    private static func run(socket: ZMQSocket, shared: Shared, onMessage: @Sendable ([[UInt8]], String?) -> Void) {
+        let wake = shared.readDescriptor
         while !shared.stopping.withLock({ $0 }) {
             let ready: [Bool]
             do { ready = try ZMQSocket.poll([socket], descriptors: [wake], timeoutMilliseconds: 250) } catch let error as ZMQError where error.code == EINTR {

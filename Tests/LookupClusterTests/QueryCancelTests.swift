@@ -16,7 +16,9 @@ import Testing
 struct QueryCancelTests {
     @Test("Cancelled queries leave the line and the worker's queue uncomputed; credit returns after the worker answers")
     func cancelledQueries() async throws {
-        let cluster = try await ClusterTests.start(replication: 1)
+        // One worker must stay routable throughout, on a loaded machine too: this test is about cancelling, not
+        // about noticing a silent worker.
+        let cluster = try await ClusterTests.start(replication: 1, heartbeatTimeout: .seconds(10))
         let pool = ComputePool(width: 1, limits: .init(queryQueue: 8, queueTimeout: .seconds(30)))
         let worker = try cluster.worker("w1", pool: pool, credit: 2)
         #expect(await cluster.coordinator.waitUntilPlaced(copies: 1))
