@@ -8,19 +8,52 @@
 #include <malloc.h>
 #endif
 
+#include <pthread.h>
+
+#define CV_TRIM_THRESHOLD (1024 * 1024 * 1024)
+#define CV_TOP_PAD (64 * 1024 * 1024)
+
+static pthread_mutex_t cv_allocator_lock = PTHREAD_MUTEX_INITIALIZER;
+static int cv_allocator_tuned = 0;
+static int cv_transient_builds = 0;
+
 void cv_tune_allocator(void) {
 #if defined(__GLIBC__)
+    pthread_mutex_lock(&cv_allocator_lock);
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-    mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
-    mallopt(M_TOP_PAD, 64 * 1024 * 1024);
+    if (cv_transient_builds == 0) {
+        mallopt(M_TRIM_THRESHOLD, CV_TRIM_THRESHOLD);
+        mallopt(M_TOP_PAD, CV_TOP_PAD);
+    }
+    cv_allocator_tuned = 1;
+    pthread_mutex_unlock(&cv_allocator_lock);
 #endif
 }
 
-int cv_release_free_memory(void) {
+// A thread arena (every thread but the first allocates from one) returns the free top of its heap only when a free
+// reaches the trim threshold, and malloc_trim leaves those tops alone: with the tuned 1 GiB threshold and 64 MiB pad,
+// whatever a build freed in a thread's arena stayed resident (two 64 MiB arenas after a first load). While a build
+// runs, the thresholds go back to trimming; the last build to end restores them and trims every arena.
+void cv_transient_begin(void) {
 #if defined(__GLIBC__)
-    return malloc_trim(0);
-#else
-    return 0;
+    pthread_mutex_lock(&cv_allocator_lock);
+    if (cv_transient_builds++ == 0 && cv_allocator_tuned) {
+        mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+        mallopt(M_TOP_PAD, 0);
+    }
+    pthread_mutex_unlock(&cv_allocator_lock);
+#endif
+}
+
+void cv_transient_end(void) {
+#if defined(__GLIBC__)
+    pthread_mutex_lock(&cv_allocator_lock);
+    if (cv_transient_builds > 0 && --cv_transient_builds == 0 && cv_allocator_tuned) {
+        mallopt(M_TRIM_THRESHOLD, CV_TRIM_THRESHOLD);
+        mallopt(M_TOP_PAD, CV_TOP_PAD);
+    }
+    pthread_mutex_unlock(&cv_allocator_lock);
+    malloc_trim(0);
 #endif
 }
 

@@ -9,15 +9,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// Keeps buffers up to 32 MiB in the malloc heap and freed memory up to 512 MiB in the process (glibc), so the
-/// per-query ciphertext buffers are reused instead of page-faulted in afresh; a no-op elsewhere.
+/// Keeps buffers up to 32 MiB in the malloc heap, grows it 64 MiB at a time and keeps up to 1 GiB of freed memory
+/// (glibc), so the per-query ciphertext buffers are reused instead of page-faulted in afresh; a no-op elsewhere.
 void cv_tune_allocator(void);
 /// Cores this process may use: its affinity mask and any cgroup CPU quota (rounded up), at most the online cores.
 int cv_usable_cores(void);
 
-/// Returns the allocator's free memory in every arena to the kernel (`malloc_trim`): after a large transient build
-/// (a shard's evaluation form) the tuned thresholds would otherwise keep it resident. Returns 1 if any was released.
-int cv_release_free_memory(void);
+/// Brackets a large transient build (a shard's evaluation form): between the calls freed memory goes back to the
+/// kernel from every arena as it is freed, and the last `cv_transient_end` restores the tuned thresholds and trims.
+/// Calls nest and may come from any thread.
+void cv_transient_begin(void);
+void cv_transient_end(void);
 
 /// Zeroed memory for a large read-mostly table (the PIR database), backed by transparent huge pages where the
 /// kernel allows (fewer TLB misses on the scan); NULL on failure. Free with `cv_huge_free` and the same size.

@@ -33,9 +33,8 @@ extension ClusterCoordinator {
             }
         }
         let built = try await ComputePool.detached {
-            try zip(useCase.shards, version.configuration.shards).map { source, parameters in
+            try MulPirServer.transientBuild { try zip(useCase.shards, version.configuration.shards).map { source, parameters in
                 let index = source.index
-                defer { MulPirServer.releaseFreeMemory() }  // only the file is kept
                 let message = ProtoPirParameters(parameters, sharding: version.configuration.sharding,
                                                  keyConfig: version.configuration.keyConfig)
                 let file = try source.shardFile(parameterBlob: try message.serializedBytes(), context: context)
@@ -56,7 +55,7 @@ extension ClusterCoordinator {
                                      parameters: try message.serializedBytes(), keyConfigHash: version.configuration.keyConfigHash,
                                      shardCount: shardCount)
                 return (spec, source)
-            }
+            } }
         }
         let changed = state.withLock { s -> Int in
             var changed = 0

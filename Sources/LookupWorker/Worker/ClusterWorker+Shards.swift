@@ -194,8 +194,9 @@ extension ClusterWorker {
             defer { loads.release() }
             guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded while waiting
             let (server, placed) = try await ComputePool.detached { [self] in
-                defer { MulPirServer.releaseFreeMemory() }  // the rebuilt evaluation form was transient
-                return try placeWithinBudget(key, sha: sha, server: try buildServer(key, sha: sha, parameters: native, context: context, file: bytes))
+                try MulPirServer.transientBuild {  // only the evaluation form stays
+                    try placeWithinBudget(key, sha: sha, server: try buildServer(key, sha: sha, parameters: native, context: context, file: bytes))
+                }
             }
             guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded meanwhile
             executor.installServer(useCase: key.useCase, configID: key.configID, index: key.shard, shardCount: Int(assign.shardCount),

@@ -48,10 +48,13 @@ public struct MulPirServer: Sendable {
         })
     }
 
-    /// Returns the allocator's free memory to the kernel. Call after building a shard: its evaluation form was
-    /// transient, but the tuned allocator would keep the freed memory resident.
-    public static func releaseFreeMemory() {
-        _ = cv_release_free_memory()
+    /// Runs a large transient build (a shard's file or evaluation form) with the allocator returning what it frees,
+    /// then restores the tuning and trims: the tuned allocator keeps freed memory for the queries' buffers, and a
+    /// build's would otherwise stay resident in the arenas of the threads that built.
+    public static func transientBuild<T>(_ body: () throws -> T) rethrows -> T {
+        cv_transient_begin()
+        defer { cv_transient_end() }
+        return try body()
     }
 
     /// A server over storage built (or mapped, or copied from a scan file) for `parameters`; the first server tunes
