@@ -28,6 +28,11 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
     /// 400 with a reason.
     public static func badRequest(_ message: String) -> LookupError { .init(.badRequest, message) }
 
+    /// 413: the request's body, declared or received, exceeds the route's `limit`.
+    public static func contentTooLarge(limit: Int) -> LookupError {
+        .init(.contentTooLarge, "Request body exceeds \(limit) bytes")
+    }
+
     /// 503 with `Retry-After`: the service is saturated (or has no replica) now.
     public static func unavailable(_ message: String, retryAfter: Int = 1) -> LookupError {
         .init(.serviceUnavailable, message, retryAfter: retryAfter)

@@ -62,8 +62,8 @@ public struct BodyAdmissionMiddleware: RouterMiddleware {
     public func handle(_ request: Request, context: LookupRequestContext,
                        next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
         let limit = currentLimit()
+        if DeclaredLengthMiddleware.declaresMore(request, than: limit) { return try refuse(.tooLarge(limit: limit)) }
         let declared = request.headers[.contentLength].flatMap { Int($0) }
-        if let declared, declared > limit { return try refuse(.tooLarge(limit: limit)) }
         let connection = ConnectionGuard.connection(of: context.channel)
         let held = Held(bounds: bounds, connection: connection)
         defer { held.releaseAll() }
@@ -101,7 +101,7 @@ public struct BodyAdmissionMiddleware: RouterMiddleware {
     private func refuse(_ why: Refusal) throws -> Response {
         if let response = refusal(why) { return response }
         switch why {
-        case .tooLarge(let limit): throw LookupError(.contentTooLarge, "Request body exceeds \(limit) bytes")
+        case .tooLarge(let limit): throw LookupError.contentTooLarge(limit: limit)
         case .busy: throw LookupError.unavailable(bounds.budget.refusal, retryAfter: 1)
         }
     }

@@ -14,9 +14,13 @@ public struct DeclaredLengthMiddleware: RouterMiddleware {
     public func handle(_ request: Request, context: LookupRequestContext,
                        next: (Request, LookupRequestContext) async throws -> Response) async throws -> Response {
         let limit = self.limit()
-        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit {
-            throw LookupError(.contentTooLarge, "Request body exceeds \(limit) bytes")
-        }
+        if Self.declaresMore(request, than: limit) { throw LookupError.contentTooLarge(limit: limit) }
         return try await next(request, context)
+    }
+
+    /// Whether `request` declares a body longer than `limit` bytes: the one rule every body bound applies first.
+    package static func declaresMore(_ request: Request, than limit: Int) -> Bool {
+        guard let declared = request.headers[.contentLength].flatMap({ Int($0) }) else { return false }
+        return declared > limit
     }
 }

@@ -125,7 +125,7 @@ struct FairAdmissionTests {
 
     @Test("A request still waiting when its wait runs out is refused then, 503 with Retry-After")
     func timeout() async throws {
-        let (gate, order, latch, holder) = try await Self.heldGate(maxWait: .milliseconds(300))
+        let (gate, _, latch, holder) = try await Self.heldGate(maxWait: .milliseconds(300))
         do {
             try await gate.admit(owner: "b") {}
             Issue.record("admitted while the slot was held")

@@ -83,11 +83,9 @@ public enum LookupRoutes {
     /// The request's body, at most `limit` bytes: a longer declared length is refused before reading, a longer
     /// body while reading (413 either way).
     static func body(_ request: Request, limit: Int) async throws -> [UInt8] {
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
-            throw LookupError(.contentTooLarge, "Request body of \(length) bytes exceeds \(limit) bytes")
-        }
+        if DeclaredLengthMiddleware.declaresMore(request, than: limit) { throw LookupError.contentTooLarge(limit: limit) }
         do { return Array(try await request.body.collect(upTo: limit).readableBytesView) } catch is NIOTooManyBytesError {
-            throw LookupError(.contentTooLarge, "Request body exceeds \(limit) bytes")
+            throw LookupError.contentTooLarge(limit: limit)
         }
     }
 

@@ -28,18 +28,12 @@ public enum PrivacyPassRoutes {
         }
         router.post("/issue") { request, _ -> Response in
             let (issuer, userToken, tier) = try issuerAndToken(request, keys: keys, tierOf: tierOf)
-            if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maxIssueBody {
-                throw LookupError(.contentTooLarge, "Token request of \(length) bytes exceeds \(maxIssueBody) bytes")
-            }
-            let body: ByteBuffer
-            do { body = try await request.body.collect(upTo: maxIssueBody) } catch is NIOTooManyBytesError {
-                throw LookupError(.contentTooLarge, "Token request exceeds \(maxIssueBody) bytes")
-            }
+            let body = try await LookupRoutes.body(request, limit: maxIssueBody)
             if let limiter, let wait = limiter.take(userToken: userToken, tier: tier) {
                 throw LookupError.tooManyRequests("Token issuance rate exceeded for this user token", retryAfter: wait)
             }
             let tokenRequest: TokenRequest
-            do { tokenRequest = try TokenRequest(deserialize: Array(body.readableBytesView)) } catch {
+            do { tokenRequest = try TokenRequest(deserialize: body) } catch {
                 throw LookupError.badRequest("Invalid token request: \(error)")
             }
             let response: [UInt8]
