@@ -20,9 +20,10 @@ public struct TransferSource: Sendable {
     public let chunkSize: Int
     let storage: Storage
 
-    /// A source over a shard file's bytes, held in memory.
-    public init(bytes: [UInt8], chunkSize: Int = 1 << 20) {
-        self.sha256 = TransferSource.digest(bytes)
+    /// A source over a shard file's bytes, held in memory; `sha256` is their hash when already known (checked as they
+    /// were read), else it is computed.
+    public init(bytes: [UInt8], sha256: [UInt8]? = nil, chunkSize: Int = 1 << 20) {
+        self.sha256 = sha256 ?? TransferSource.digest(bytes)
         self.totalBytes = bytes.count
         self.chunkSize = chunkSize
         self.storage = .memory(bytes)

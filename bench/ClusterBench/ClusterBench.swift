@@ -147,7 +147,7 @@ struct ClusterBench {
         var compactBytes = 0, compactLZ4 = 0, evalBytes = 0, evalLZ4 = 0
         for source in loaded.shards {
             let database = try source.load()
-            let compact = try source.shardFile(parameterBlob: [], context: context)
+            let compact = try source.shardFile(parameterBlob: [], context: context).bytes
             compactBytes += compact.count
             compactLZ4 += try LZ4Frame.compress(compact).count
             let eval = database.serializeReferenceFormat()

@@ -37,6 +37,19 @@ public struct DatasetManifest: Codable, Sendable, Equatable {
             self.bytes = bytes
             self.sha256 = sha256
         }
+
+        /// The SHA-256 as its 32 bytes; nil if the recorded text is not 64 hex digits.
+        public var sha256Bytes: [UInt8]? {
+            let digits = Array(sha256.utf8)
+            guard digits.count == 64 else { return nil }
+            var out: [UInt8] = []
+            out.reserveCapacity(32)
+            for i in stride(from: 0, to: 64, by: 2) {
+                guard let pair = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+                out.append(pair)
+            }
+            return out
+        }
     }
 
     /// The input a version was built from.

@@ -37,18 +37,19 @@ extension ClusterCoordinator {
                 let index = source.index
                 let message = ProtoPirParameters(parameters, sharding: version.configuration.sharding,
                                                  keyConfig: version.configuration.keyConfig)
-                let file = try source.shardFile(parameterBlob: try message.serializedBytes(), context: context)
+                let (file, recorded) = try source.shardFile(parameterBlob: try message.serializedBytes(), context: context)
                 if (index + 1) % 16 == 0 || index + 1 == shardCount {
                     logger.info("shards read", metadata: ["usecase": .string(version.name), "done": "\(index + 1)/\(shardCount)"])
                 }
                 let source: TransferSource
+                // The manifest's hash, which the file was checked against as it was read, names the content.
+                let sha = recorded ?? TransferSource.digest(file)
                 if let spool {
-                    let sha = TransferSource.digest(file)
                     spooling.withLock { $0.append(sha) }
                     self.state.withLock { $0.spooling[sha, default: 0] += 1 }
                     source = try TransferSource.spooled(file, sha256: sha, in: spool, chunkSize: chunkBytes)
                 } else {
-                    source = TransferSource(bytes: file, chunkSize: chunkBytes)
+                    source = TransferSource(bytes: file, sha256: sha, chunkSize: chunkBytes)
                 }
                 let key = ShardKey(useCase: version.name, configID: configID, shard: index)
                 let spec = ShardSpec(key: key, sha256: source.sha256, totalBytes: source.totalBytes,

@@ -8,13 +8,17 @@ public struct ShardSource: Sendable {
     public let index: Int
     private let read: @Sendable () throws -> ProcessedDatabase
     private let readFile: (@Sendable () throws -> [UInt8]?)?
+    private let fileSHA256: [UInt8]?
 
     /// A source that reads shard `index` with `read`, and with `file` its version-2 shard file's bytes when it has
-    /// one.
-    public init(index: Int, read: @escaping @Sendable () throws -> ProcessedDatabase, file: (@Sendable () throws -> [UInt8]?)? = nil) {
+    /// one; `fileSHA256` is those bytes' SHA-256 when it is known without reading them (a manifest records it, and
+    /// `file` checks the bytes against it).
+    public init(index: Int, read: @escaping @Sendable () throws -> ProcessedDatabase, file: (@Sendable () throws -> [UInt8]?)? = nil,
+                fileSHA256: [UInt8]? = nil) {
         self.index = index
         self.read = read
         readFile = file
+        self.fileSHA256 = fileSHA256
     }
 
     /// A source over a database already in memory.
@@ -31,8 +35,9 @@ public struct ShardSource: Sendable {
 
     /// The shard as a version-2 shard file: its file as it is, or (for a shard held only in evaluation form) the
     /// database packed back into one; what a coordinator sends to its workers.
-    public func shardFile(parameterBlob: [UInt8], context: Context) throws -> [UInt8] {
-        if let file = try loadFile() { return file }
-        return try ShardFile.serialize(try load(), parameterBlob: parameterBlob, context: context)
+    /// `sha256` is the file's SHA-256 when the manifest gave it (nil: the caller hashes the bytes).
+    public func shardFile(parameterBlob: [UInt8], context: Context) throws -> (bytes: [UInt8], sha256: [UInt8]?) {
+        if let file = try loadFile() { return (file, fileSHA256) }
+        return (try ShardFile.serialize(try load(), parameterBlob: parameterBlob, context: context), nil)
     }
 }

@@ -95,7 +95,7 @@ public enum UseCaseLoader {
                 } catch {
                     throw failure(error)
                 }
-            })
+            }, fileSHA256: shard.shard.sha256Bytes)
         }
         return LoadedUseCase(version: UseCaseVersion(name: name, configuration: configuration, context: context), shards: shards)
     }

@@ -74,24 +74,30 @@ extension ClusterWorker {
         return (mapped, .mapped(bytes))
     }
 
+    /// Moves a shard's bytes from reserved to where it lives, in the same lock as whatever else the caller
+    /// records (a shard is never counted loaded without its bytes); idempotent.
+    static func record(_ residence: Residence?, of key: ShardKey, in s: inout State) {
+        s.reserved.removeValue(forKey: key)
+        switch residence {
+        case .resident(let bytes)?:
+            s.resident[key] = bytes
+            s.mapped.removeValue(forKey: key)
+        case .mapped(let bytes)?:
+            s.mapped[key] = bytes
+            s.resident.removeValue(forKey: key)
+        case nil:
+            if s.loaded[key] == nil {
+                s.resident.removeValue(forKey: key)
+                s.mapped.removeValue(forKey: key)
+            }
+        }
+    }
+
     /// Records where a shard that was installed lives (nil: the load failed or was superseded; only the
     /// reservation is released), and publishes the totals as `callveil_worker_shard_bytes{backing}`.
     func settleResidence(_ key: ShardKey, _ residence: Residence?) {
         let (resident, mapped) = state.withLock { s -> (Int, Int) in
-            s.reserved.removeValue(forKey: key)
-            switch residence {
-            case .resident(let bytes)?:
-                s.resident[key] = bytes
-                s.mapped.removeValue(forKey: key)
-            case .mapped(let bytes)?:
-                s.mapped[key] = bytes
-                s.resident.removeValue(forKey: key)
-            case nil:
-                if s.loaded[key] == nil {
-                    s.resident.removeValue(forKey: key)
-                    s.mapped.removeValue(forKey: key)
-                }
-            }
+            Self.record(residence, of: key, in: &s)
             return (s.resident.values.reduce(0, +), s.mapped.values.reduce(0, +))
         }
         options.metrics?.set("callveil_worker_shard_bytes", resident, dimensions: [("backing", "memory")])

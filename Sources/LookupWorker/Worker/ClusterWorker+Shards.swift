@@ -205,11 +205,12 @@ extension ClusterWorker {
                 guard s.loading[key] == sha else { return false }
                 s.loading.removeValue(forKey: key)
                 s.loaded[key] = sha
+                Self.record(placed, of: key, in: &s)
                 s.contexts[[UInt8](assign.keyConfigHash)] = context
                 return true
             }
             guard current else { return }
-            residence = placed
+            residence = placed  // the defer publishes the totals
             files.removeFiles(of: key, keeping: sha)
             report(key, sha: sha, ok: true, error: "")
             sendHello()

@@ -26,6 +26,11 @@ struct ManifestLoadingTests {
         #expect(viaManifest.version.configuration.configID.hexString == manifest.configID)
         #expect(viaManifest.version.configIDHex == viaStem.version.configIDHex)
         #expect(try viaManifest.shards.map { try $0.load().tables } == viaStem.shards.map { try $0.load().tables })
+        // A coordinator names the shard file's content by the manifest's hash, checked as the file was read, instead
+        // of hashing it again: it must be the bytes' SHA-256.
+        let named = try viaManifest.shards[0].shardFile(parameterBlob: [], context: viaManifest.version.context)
+        #expect(named.sha256?.hexString == FileDigest.of(bytes: named.bytes).sha256)
+        #expect(named.sha256?.hexString == manifest.shards[0].shard.sha256)
 
         let path = "\(root)/v/\(manifest.shards[1].shard.path)"
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
