@@ -51,8 +51,9 @@ extension ClusterWorker {
     }
 
     /// Holds `server`'s database in memory when it fits the budget beside the other resident shards (copying a
-    /// mapped one in), otherwise serves it mapped from its scan file. The bytes are reserved until
-    /// `settleResidence` records or releases them, so loads running at once do not overrun the budget together.
+    /// mapped one in), otherwise serves it mapped from its scan file. The bytes are reserved until the install
+    /// records them (`record`) or `settleResidence` releases them, so loads running at once do not overrun the
+    /// budget together.
     func placeWithinBudget(_ key: ShardKey, sha: [UInt8], server: MulPirServer) throws -> (MulPirServer, Residence) {
         let bytes = server.databaseBytes
         let fits = state.withLock { s -> Bool in
@@ -93,11 +94,11 @@ extension ClusterWorker {
         }
     }
 
-    /// Records where a shard that was installed lives (nil: the load failed or was superseded; only the
-    /// reservation is released), and publishes the totals as `callveil_worker_shard_bytes{backing}`.
-    func settleResidence(_ key: ShardKey, _ residence: Residence?) {
+    /// Releases a shard's reservation, forgets its bytes unless it is loaded (a failed, superseded or dropped
+    /// load), and publishes the totals as `callveil_worker_shard_bytes{backing}`.
+    func settleResidence(_ key: ShardKey) {
         let (resident, mapped) = state.withLock { s -> (Int, Int) in
-            Self.record(residence, of: key, in: &s)
+            Self.record(nil, of: key, in: &s)
             return (s.resident.values.reduce(0, +), s.mapped.values.reduce(0, +))
         }
         options.metrics?.set("callveil_worker_shard_bytes", resident, dimensions: [("backing", "memory")])

@@ -184,8 +184,9 @@ extension ClusterWorker {
     /// any other content of it at once; deletes the files of other content of the shard, and reports. `bytes` nil:
     /// the shard file on disk is read if the scan cache cannot be used.
     func load(_ key: ShardKey, sha: [UInt8], assign: Callveil_Cluster_V1_AssignShard, bytes: [UInt8]?) async {
-        var residence: Residence?
-        defer { settleResidence(key, residence) }
+        // Releases the reservation and publishes the totals; the bytes of an installed shard are recorded with it
+        // below, so a drop that comes between is not undone here.
+        defer { settleResidence(key) }
         do {
             let parameters = try ProtoPirParameters(serializedBytes: [UInt8](assign.parameters))
             let native = try parameters.native()
@@ -210,7 +211,6 @@ extension ClusterWorker {
                 return true
             }
             guard current else { return }
-            residence = placed  // the defer publishes the totals
             files.removeFiles(of: key, keeping: sha)
             report(key, sha: sha, ok: true, error: "")
             sendHello()
@@ -236,7 +236,7 @@ extension ClusterWorker {
         }
         if droppedLoaded {
             executor.dropShard(useCase: key.useCase, configID: key.configID, index: key.shard)
-            settleResidence(key, nil)
+            settleResidence(key)
         }
         if keep == nil { files.removeFiles(of: key) } else if !sha.isEmpty { files.removeFiles(of: key, content: sha) }
         sendHello()
