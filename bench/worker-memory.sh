@@ -9,17 +9,23 @@
 #
 #   bash bench/worker-memory.sh [WORKDIR]     (default /tmp/callveil-scale, made by bench/dataset-scale.sh; root for
 #                                              the cgroup and drop_caches, skipped without)
+#
+# BUDGET_MIB (1024), CGROUP_LIMIT_MIB (3072), KEY_CACHE_MIB (the worker's parsed-key cache, 512), LOAD_SECONDS (20);
+# WORKER_MEMORY_BIN runs another `callveil` binary (another commit's) for side-by-side runs. With a budget that holds
+# every shard (BUDGET_MIB=8192 CGROUP_LIMIT_MIB=16384) the worker's RSS is compared with the evaluation form it
+# holds plus its key cache.
 set -euo pipefail
 WORK=${1:-/tmp/callveil-scale}
 BUDGET_MIB=${BUDGET_MIB:-1024}
 CGROUP_LIMIT_MIB=${CGROUP_LIMIT_MIB:-3072}
 LOAD_SECONDS=${LOAD_SECONDS:-20}
+KEY_CACHE_MIB=${KEY_CACHE_MIB:-512}
 cd "$(dirname "$0")/.."
 [ -f "$WORK/block/shard.manifest.json" ] && [ -f "$WORK/identity/shard.manifest.json" ] || {
   echo "no dataset in $WORK: run bash bench/dataset-scale.sh first"; exit 1; }
 swift build -c release --product callveil >/dev/null
 swift build -c release --product callveil-bench >/dev/null
-CV=$PWD/.build/release/callveil
+CV=${WORKER_MEMORY_BIN:-$PWD/.build/release/callveil}
 CVB=$PWD/.build/release/callveil-bench
 run=$(mktemp -d /tmp/callveil-worker-memory.XXXXXX)
 pids=()
@@ -35,6 +41,14 @@ since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1
 rss_peak() { awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 # Resident anonymous memory (the process's own) and resident file pages (the mapped scan files, reclaimable).
 rss_split() { awk '/RssAnon/ {a=$2} /RssFile/ {f=$2} END {printf "%.0f MiB anonymous + %.0f MiB mapped file pages", a / 1024, f / 1024}' "/proc/$1/status"; }
+# The worker's RSS against the evaluation form it holds (callveil_worker_shard_bytes, in memory and mapped) plus its
+# configured key cache.
+against_held() {
+  local held rss
+  held=$(curl -s --max-time 5 http://127.0.0.1:19091/metrics | awk '/^callveil_worker_shard_bytes/ {s += $2} END {printf "%.0f", s / 1048576}')
+  rss=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status")
+  python3 -c "import sys; rss, held, cache = map(int, sys.argv[1:]); print(f'worker RSS {rss} MiB; evaluation form held {held} MiB; + key cache {cache} MiB = {held + cache} MiB; RSS / (held + cache) = {rss / (held + cache):.3f}; RSS / held = {rss / max(held, 1):.3f}')" "$rss" "$held" "$KEY_CACHE_MIB"
+}
 
 ln -s "$WORK/ids-"*.csv "$run/identities.csv"
 python3 - "$run" "$WORK" <<'PY'
@@ -69,7 +83,8 @@ wait_converged() {
 }
 start_worker() {
   "$CV" worker --coordinator tcp://127.0.0.1:15555 --server-key "$coordinator_key" --key-file "$run/w1.key" --data-dir "$run/data-w1" \
-    --id w1 --threads 2 --memory-budget "$BUDGET_MIB" --log-level warning 2>>"$run/w1.log" &
+    --id w1 --threads 2 --memory-budget "$BUDGET_MIB" --key-cache "$KEY_CACHE_MIB" --admin-port 19091 \
+    --log-level warning 2>>"$run/w1.log" &
   worker=$!
   pids+=("$worker")
   if [ -d "$cgroup" ]; then echo "$worker" > "$cgroup/cgroup.procs"; fi
@@ -94,11 +109,13 @@ start_worker
 wait_converged
 echo "first load (compact, transfer, rebuild, scan files written): $(since "$t") s"
 echo "coordinator peak RSS $(rss_peak "$coordinator") MiB; worker RSS $(rss_split "$worker")"
+against_held "$worker"
 du -sb "$run/data-w1" | awk '{printf "worker data directory: %.2f GiB\n", $1 / 2^30}'
 find "$run/data-w1" -name '*.scan' -printf '%s\n' | awk '{n++; s+=$1} END {printf "scan files: %d, %.2f GiB\n", n, s / 2^30}'
 [ -d "$cgroup" ] && awk '{printf "worker cgroup peak usage: %.0f MiB\n", $1 / 2^20}' "$cgroup/memory.max_usage_in_bytes"
 echo "phones, every answer checked against identities.csv:"
 phones first
+against_held "$worker"
 
 for cache in cold warm; do
   echo "$cache restart: w1 killed at $(date -u +%H:%M:%S.%3N)"
@@ -119,5 +136,9 @@ grep -h "no heartbeat\|heartbeat late" "$run/coordinator.log" "$run/w1.log" | so
 echo "phones after the restarts:"
 phones restarted
 echo "worker RSS after the phones: $(rss_split "$worker")"
+against_held "$worker"
+sleep 5
+echo "worker RSS idle 5 s later: $(rss_split "$worker")"
+against_held "$worker"
 [ -d "$cgroup" ] && awk '{printf "worker cgroup peak usage: %.0f MiB\n", $1 / 2^20}' "$cgroup/memory.max_usage_in_bytes"
 exit 0

@@ -1,7 +1,9 @@
 // Allocator tuning for the PIR server: a query allocates and frees tens of megabytes of ciphertexts, and a key
 // miss parses most of a megabyte; glibc's default (mmap above 128 KiB, return freed heap tops above 256 KiB, grow
 // the heap 128 KiB at a time) turns every such buffer into fresh pages that the kernel must fault in and zero.
-// Keeping those buffers in the heap, grown 64 MiB at a time, removes that cost (bench/README.md, Population replay).
+// Keeping those buffers in the heap, grown 64 MiB at a time, removes that cost (bench/README.md, Population replay);
+// once the process has been idle for a while, a thread of its own gives them back (bench/README.md, Service memory).
+#define _GNU_SOURCE
 #include "CKernels.h"
 
 #if defined(__GLIBC__)
@@ -9,6 +11,8 @@
 #endif
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #define CV_TRIM_THRESHOLD (1024 * 1024 * 1024)
 #define CV_TOP_PAD (64 * 1024 * 1024)
@@ -17,16 +21,68 @@ static pthread_mutex_t cv_allocator_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cv_allocator_tuned = 0;
 static int cv_transient_builds = 0;
 
+static atomic_ulong cv_activity;
+static atomic_ulong cv_releases;
+static atomic_uint cv_idle_ms = 2000;
+
+void cv_note_activity(void) { atomic_fetch_add_explicit(&cv_activity, 1, memory_order_relaxed); }
+
+uint64_t cv_idle_releases(void) { return atomic_load_explicit(&cv_releases, memory_order_relaxed); }
+
+unsigned cv_set_idle_release_ms(unsigned ms) { return atomic_exchange(&cv_idle_ms, ms); }
+
+#if defined(__GLIBC__)
+// Wakes every quarter of the quiet time; once no activity was marked for the whole quiet time after some was, trims
+// every arena (what malloc_trim reaches: the main heap's top and the free pages inside every arena's chunks) once.
+static void *cv_idle_releaser(void *unused) {
+    (void)unused;
+    unsigned long seen = atomic_load(&cv_activity), released = seen;
+    unsigned quiet = 0;
+    for (;;) {
+        unsigned ms = atomic_load(&cv_idle_ms);
+        unsigned step = ms >= 4 ? ms / 4 : 250;
+        struct timespec pause = {step / 1000, (long)(step % 1000) * 1000000L};
+        nanosleep(&pause, 0);
+        unsigned long now = atomic_load(&cv_activity);
+        if (now != seen) { seen = now; quiet = 0; continue; }
+        quiet += step;
+        if (ms == 0 || quiet < ms || now == released) continue;
+        pthread_mutex_lock(&cv_allocator_lock);
+        int building = cv_transient_builds;  // a build's end trims anyway
+        pthread_mutex_unlock(&cv_allocator_lock);
+        if (!building) {
+            malloc_trim(0);
+            atomic_fetch_add(&cv_releases, 1);
+        }
+        released = now;
+    }
+    return 0;
+}
+#endif
+
 void cv_tune_allocator(void) {
 #if defined(__GLIBC__)
     pthread_mutex_lock(&cv_allocator_lock);
+    // One arena: a thread arena's free top is out of malloc_trim's reach, so with an arena per thread the releases
+    // below could not return what queries on the pool's threads freed.
+    mallopt(M_ARENA_MAX, 1);
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
     if (cv_transient_builds == 0) {
         mallopt(M_TRIM_THRESHOLD, CV_TRIM_THRESHOLD);
         mallopt(M_TOP_PAD, CV_TOP_PAD);
     }
+    int start = !cv_allocator_tuned;
     cv_allocator_tuned = 1;
     pthread_mutex_unlock(&cv_allocator_lock);
+    if (start) {
+        pthread_t thread;
+        pthread_attr_t attributes;
+        pthread_attr_init(&attributes);
+        pthread_attr_setstacksize(&attributes, 64 * 1024);
+        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&thread, &attributes, cv_idle_releaser, 0) == 0) pthread_setname_np(thread, "callveil-release");
+        pthread_attr_destroy(&attributes);
+    }
 #endif
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import PIR
 
 /// The `callveil` command: the service, the dataset tools and a device-like query client.
 @main
@@ -10,4 +11,14 @@ struct CallVeil: AsyncParsableCommand {
         subcommands: [ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self, KeygenCommand.self, StoreKeyCommand.self, QueryCommand.self, CanaryCommand.self, DoctorCommand.self,
                       BuildDatabaseCommand.self, ProcessDatabaseCommand.self, DatabaseCommand.self, GenerateDemoCommand.self,
                       GatewayCommand.self, ReportsCommand.self, URLFilterCommand.self])
+
+    /// The long-running roles tune the allocator here, on the main thread before any other thread has allocated:
+    /// glibc gives each thread that allocates before the tuning an arena of its own, whose free top no release
+    /// reaches (`cv_tune_allocator`).
+    static func main() async {
+        if let role = CommandLine.arguments.dropFirst().first, ["serve", "coordinator", "worker"].contains(role) {
+            MulPirServer.tuneAllocator()
+        }
+        await main(nil)
+    }
 }

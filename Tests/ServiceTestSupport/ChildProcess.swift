@@ -17,3 +17,24 @@ public func runChildProcess(_ executable: String, _ arguments: [String], mergeEr
         return (data, process.terminationStatus)
     }
 }
+
+/// Runs a `callveil-bench` probe (the debug build `swift build` / `swift test` makes) in a process of its own, where no
+/// other test's allocations move its measurements, and decodes the JSON object it prints.
+public func runBenchProbe(_ arguments: [String]) async throws -> [String: Int] {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let binary = root.appendingPathComponent(".build/debug/callveil-bench").path
+    guard FileManager.default.isExecutableFile(atPath: binary) else {
+        throw ProbeError("\(binary) is built by `swift build` / `swift test`")
+    }
+    let (data, status) = try await runChildProcess(binary, arguments, mergeErrors: false)
+    guard status == 0, let report = try JSONSerialization.jsonObject(with: data) as? [String: Int] else {
+        throw ProbeError("callveil-bench \(arguments.joined(separator: " ")) exited \(status): \(String(decoding: data, as: UTF8.self))")
+    }
+    return report
+}
+
+/// A probe that could not run or printed no report.
+public struct ProbeError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -8,5 +8,5 @@ struct CallVeilBench: AsyncParsableCommand {
         commandName: "callveil-bench",
         abstract: "CallVeil's load, overload and probe tools (not needed to run the service).",
         subcommands: [BenchCommand.self, OverloadCommand.self, OverloadPhoneCommand.self, TokenRaceCommand.self, GatewayBenchCommand.self,
-                      KeyMemoryCommand.self, WorkloadCommand.self, TraceCollectCommand.self])
+                      KeyMemoryCommand.self, WorkloadCommand.self, TraceCollectCommand.self, AllocatorReleaseCommand.self])
 }

@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 /// Keeps buffers up to 32 MiB in the malloc heap, grows it 64 MiB at a time and keeps up to 1 GiB of freed memory
-/// (glibc), so the per-query ciphertext buffers are reused instead of page-faulted in afresh; a no-op elsewhere.
+/// (glibc), so the per-query ciphertext buffers are reused instead of page-faulted in afresh, in one arena for every
+/// thread allocating after the call; starts the idle release (`cv_note_activity`). A no-op elsewhere.
 void cv_tune_allocator(void);
 /// Cores this process may use: its affinity mask and any cgroup CPU quota (rounded up), at most the online cores.
 int cv_usable_cores(void);
@@ -20,6 +21,15 @@ int cv_usable_cores(void);
 /// Calls nest and may come from any thread.
 void cv_transient_begin(void);
 void cv_transient_end(void);
+
+/// Marks allocator work (a query or key job starting or ending). Once tuned, a thread of the allocator's own gives
+/// the kept free memory back to the kernel after `cv_idle_release_ms` without any: the tuning pays while requests
+/// come, and an idle process returns to what it holds.
+void cv_note_activity(void);
+/// Releases done by that thread so far (tests and metrics).
+uint64_t cv_idle_releases(void);
+/// The quiet time before a release (default 2000 ms; 0 stops releasing). Returns the previous value.
+unsigned cv_set_idle_release_ms(unsigned ms);
 
 /// Zeroed memory for a large read-mostly table (the PIR database), backed by transparent huge pages where the
 /// kernel allows (fewer TLB misses on the scan); NULL on failure. Free with `cv_huge_free` and the same size.

@@ -198,7 +198,9 @@ public final class ComputePool: Sendable {
                 let start = ContinuousClock.now
                 metrics?.recordStage(job.lane == .query ? .queueWait : .keyQueueWait, start - job.enqueued, endingAt: start,
                                      context: job.context)
+                MulPirServer.noteAllocatorActivity()
                 job.body()
+                MulPirServer.noteAllocatorActivity()
                 if job.lane == .query {
                     let held = ContinuousClock.now - start
                     state.withLock { $0.queryHold.add(held) }

@@ -37,7 +37,7 @@ public enum UseCaseLoader {
         let count = try shardCount ?? countShards(stem: stem)
         let parameters = try (0..<count).map { try readParameters(stem: stem, shard: $0) }
         let configuration = try UseCaseConfiguration(shardParameters: parameters)
-        let context = try Context(parameters: configuration.encryption)
+        let context = try Context.shared(parameters: configuration.encryption)
         for index in 0..<count where !FileManager.default.fileExists(atPath: "\(stem)-\(index).cvshard")
             && !FileManager.default.fileExists(atPath: "\(stem)-\(index).bin") {
             throw ConfigError("\(name): no shard file \(stem)-\(index).cvshard or .bin")
@@ -76,7 +76,7 @@ public enum UseCaseLoader {
         guard configuration.configID.hexString == manifest.configID else {
             throw ConfigError("\(name): the shards' config id differs from the one \(path) records")
         }
-        let context = try Context(parameters: configuration.encryption)
+        let context = try Context.shared(parameters: configuration.encryption)
         let shards = zip(manifest.shards, configuration.shards).map { shard, shardParameters in
             @Sendable func failure(_ error: any Error) -> ConfigError {
                 ConfigError("\(name): cannot load shard \(shard.index) of \(path): \(error)")

@@ -190,7 +190,7 @@ extension ClusterWorker {
         do {
             let parameters = try ProtoPirParameters(serializedBytes: [UInt8](assign.parameters))
             let native = try parameters.native()
-            let context = try Context(parameters: native.encryption)
+            let context = try Context.shared(parameters: native.encryption)
             await loads.acquire()
             defer { loads.release() }
             guard state.withLock({ $0.loading[key] == sha }) else { return }  // dropped or superseded while waiting

@@ -37,6 +37,20 @@ public struct MulPirServer: Sendable {
     /// requests before the first shard loads, and a coordinator that never builds a server, get it too.
     public static func tuneAllocator() { _ = allocatorTuned }
 
+    /// Marks allocator work starting or ending (a query, a key parse): the tuned allocator keeps freed buffers for
+    /// the next request and gives them back once the process has been idle for a while (`cv_note_activity`).
+    public static func noteAllocatorActivity() { cv_note_activity() }
+
+    /// How long the process must be idle before the tuned allocator gives its kept memory back (0: never); returns
+    /// the previous value.
+    @discardableResult
+    public static func setIdleRelease(milliseconds: Int) -> Int {
+        Int(cv_set_idle_release_ms(UInt32(clamping: max(milliseconds, 0))))
+    }
+
+    /// Idle releases done so far.
+    public static var idleReleases: UInt64 { cv_idle_releases() }
+
     /// A server for one shard; `threads` defaults to every core. The first server tunes the process allocator.
     public init(context: Context, database: ProcessedDatabase, threads: Int? = nil) throws {
         let ctx = context.ciphertextContext
@@ -123,6 +137,8 @@ public struct MulPirServer: Sendable {
     /// `computeResponses(queries:)`, also reporting where the time went.
     public func computeResponses(queries: [(query: [Ciphertext], pirCalls: Int, evaluationKey: EvaluationKey)],
                                  timings: inout ServerTimings) throws -> [[[Ciphertext]]] {
+        cv_note_activity()
+        defer { cv_note_activity() }
         var clock = DispatchTime.now().uptimeNanoseconds
         func lap() -> Double {
             let now = DispatchTime.now().uptimeNanoseconds

@@ -9,14 +9,7 @@ import Testing
 struct KeyCacheMemoryTests {
     @Test("The cache's charge for 100 parsed keys is within 20% of the RSS they take")
     func chargeMatchesRSS() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let binary = root.appendingPathComponent(".build/debug/callveil-bench").path
-        try #require(FileManager.default.isExecutableFile(atPath: binary), "\(binary) is built by `swift build` / `swift test`")
-        // The child (a debug build) is waited for off the test pool.
-        let (data, status) = try await runChildProcess(binary, ["key-memory", "--count", "100"], mergeErrors: false)
-        #expect(status == 0)
-        let report = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Int])
+        let report = try await runBenchProbe(["key-memory", "--count", "100"])
         let charged = try #require(report["charged"]), growth = try #require(report["rssGrowth"])
         print("100 parsed keys: charged \(charged) B, RSS grew \(growth) B")
         #expect(growth > 0)

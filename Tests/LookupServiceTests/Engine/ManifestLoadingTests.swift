@@ -25,6 +25,9 @@ struct ManifestLoadingTests {
         let viaStem = try UseCaseLoader.load(.init(name: "block", fileStem: "\(root)/v/block"))
         #expect(viaManifest.version.configuration.configID.hexString == manifest.configID)
         #expect(viaManifest.version.configIDHex == viaStem.version.configIDHex)
+        // One parameter set, one context in the process: its tables take megabytes, and every use case, version and
+        // shard of those parameters would otherwise build its own.
+        #expect(viaManifest.version.context === viaStem.version.context)
         #expect(try viaManifest.shards.map { try $0.load().tables } == viaStem.shards.map { try $0.load().tables })
         // A coordinator names the shard file's content by the manifest's hash, checked as the file was read, instead
         // of hashing it again: it must be the bytes' SHA-256.

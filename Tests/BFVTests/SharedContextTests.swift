@@ -1,0 +1,26 @@
+import BFV
+import Testing
+
+/// `Context.shared`: one context per parameter set while anyone holds it, and none kept once nobody does.
+@Suite("Shared contexts")
+struct SharedContextTests {
+    @Test("equal parameters share one context, other parameters get their own, and an unheld one is freed")
+    func sharing() throws {
+        let five = EncryptionParameters(.n_4096_logq_27_28_28_logt_5)
+        let four = EncryptionParameters(.n_4096_logq_27_28_28_logt_4)
+        let a = try Context.shared(parameters: five)
+        let b = try Context.shared(parameters: five)
+        #expect(a === b)
+        let c = try Context.shared(parameters: four)
+        #expect(c !== a)
+        #expect(c.parameters == four)
+
+        weak var released: Context?
+        do {
+            let held = try Context.shared(parameters: EncryptionParameters(.n_4096_logq_16_33_33_logt_4))
+            released = held
+            #expect(released != nil)
+        }
+        #expect(released == nil)
+    }
+}
