@@ -23,8 +23,8 @@ void cv_transient_begin(void);
 void cv_transient_end(void);
 
 /// Marks allocator work (a query or key job starting or ending). Once tuned, a thread of the allocator's own gives
-/// the kept free memory back to the kernel after `cv_idle_release_ms` without any: the tuning pays while requests
-/// come, and an idle process returns to what it holds.
+/// the kept free memory back to the kernel after a quiet time without any (`cv_set_idle_release_ms`): the tuning
+/// pays while requests come, and an idle process returns to what it holds.
 void cv_note_activity(void);
 /// Releases done by that thread so far (tests and metrics).
 uint64_t cv_idle_releases(void);
