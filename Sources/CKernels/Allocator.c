@@ -80,7 +80,8 @@ void cv_tune_allocator(void) {
         pthread_attr_init(&attributes);
         pthread_attr_setstacksize(&attributes, 64 * 1024);
         pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&thread, &attributes, cv_idle_releaser, 0) == 0) pthread_setname_np(thread, "callveil-release");
+        // A thread name has at most 15 characters; a longer one is refused and the thread stays "callveil".
+        if (pthread_create(&thread, &attributes, cv_idle_releaser, 0) == 0) pthread_setname_np(thread, "callveil-trim");
         pthread_attr_destroy(&attributes);
     }
 #endif
