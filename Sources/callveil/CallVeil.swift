@@ -16,7 +16,8 @@ struct CallVeil: AsyncParsableCommand {
     /// glibc gives each thread that allocates before the tuning an arena of its own, whose free top no release
     /// reaches (`cv_tune_allocator`).
     static func main() async {
-        if let role = CommandLine.arguments.dropFirst().first, ["serve", "coordinator", "worker"].contains(role) {
+        let roles = ([ServeCommand.self, CoordinatorCommand.self, WorkerCommand.self] as [any ParsableCommand.Type]).compactMap { $0.configuration.commandName }
+        if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) {
             MulPirServer.tuneAllocator()
         }
         await main(nil)

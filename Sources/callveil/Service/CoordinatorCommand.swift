@@ -5,7 +5,6 @@ import Logging
 import LookupCoordinator
 import LookupEngine
 import LookupService
-import PIR
 import ServiceCore
 import ZeroMQ
 
@@ -30,7 +29,6 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.bootstrap()
-        MulPirServer.tuneAllocator()  // before the first request, not the first shard
         let cluster = try ClusterConfig.load(path: config)
         let tracing = try tracingFromEnvironment(serviceName: "callveil-coordinator", logger: logger)
         let metrics = ServiceMetrics(tracer: tracing?.tracer)

@@ -5,7 +5,6 @@ import Foundation
 import LookupCoordinator
 import LookupDeployment
 import LookupService
-import PIR
 import ServiceCore
 
 /// `callveil serve`: the single-host service: the PIR endpoints and the token issuer on `--host:--port`, `/healthz`
@@ -34,7 +33,6 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.bootstrap()
-        MulPirServer.tuneAllocator()  // before the first request, not the first shard
         guard workers >= 0, workers <= 64 else { throw ValidationError("--workers must be in 0...64") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         let tracing = try tracingFromEnvironment(serviceName: "callveil", logger: logger)

@@ -7,7 +7,6 @@ import LookupEngine
 import LookupService
 import LookupWorker
 import NIOCore
-import PIR
 import ServiceCore
 import ServiceLifecycle
 import UnixSignals
@@ -59,7 +58,6 @@ struct WorkerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.bootstrap()
-        MulPirServer.tuneAllocator()  // before the first request, not the first shard
         if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be in 0...65535") }
         guard !coordinator.isEmpty else { throw ValidationError("give at least one --coordinator") }
         guard serverKey.count <= 1 || serverKey.count == coordinator.count else {
