@@ -102,65 +102,61 @@ public final class FairAdmission: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiter.attach(continuation)
-                let (queued, pushedOut) = state.withLock { s -> (Bool, Waiter?) in
+                let queued = state.withLock { s -> Bool in
                     if s.inUse < limits.slots && s.queue.count == 0 {
                         if waiter.resolve(.success(())) {  // not if its caller went away already
                             s.inUse += 1
                             s.held[owner, default: 0] += 1
                         }
-                        return (false, nil)
+                        return false
                     }
                     if estimateExceeds(owner: owner, s) {
                         refuse(waiter, .estimate, &s)
-                        return (false, nil)
+                        return false
                     }
-                    var pushedOut: Waiter?
                     if s.queue.count >= limits.maxQueued {
-                        pushedOut = s.queue.pushOut(for: owner)
-                        guard pushedOut != nil else {
+                        guard let pushedOut = s.queue.pushOut(for: owner) else {
                             refuse(waiter, .full, &s)
-                            return (false, nil)
+                            return false
                         }
+                        refuse(pushedOut, .full, &s)
                     }
                     s.queue.append(waiter, owner: owner)
-                    return (true, pushedOut)
+                    return true
                 }
-                if let pushedOut { fail(pushedOut, .full) }
                 if queued { expire(waiter, owner: owner) }
             }
         } onCancel: {
-            if waiter.resolve(.failure(CancellationError())) { state.withLock { _ = $0.queue.remove(owner: owner) { $0 === waiter } } }
+            state.withLock { s in
+                if waiter.resolve(.failure(CancellationError())) { _ = s.queue.remove(owner: owner) { $0 === waiter } }
+            }
         }
     }
 
-    /// Refuses `waiter` at its own deadline if it is still waiting then.
+    /// Refuses `waiter` at its own deadline if it is still waiting then. The refusal, its count and the waiter's
+    /// leaving the queue happen under one lock, so whoever sees the refusal sees the gate's state after it.
     private func expire(_ waiter: Waiter, owner: String) {
         let maxWait = limits.maxWait
         Task { [self] in
             try? await Task.sleep(for: maxWait)
-            if fail(waiter, .timeout) {
-                state.withLock { _ = $0.queue.remove(owner: owner) { $0 === waiter } }
+            state.withLock { s in
+                if waiter.resolve(.failure(Self.error(.timeout))) {
+                    count(.timeout, &s)
+                    _ = s.queue.remove(owner: owner) { $0 === waiter }
+                }
             }
         }
     }
 
+    /// Refuses `waiter` for `reason` and counts it, unless it was resolved already (its caller went away).
     private func refuse(_ waiter: Waiter, _ reason: Refusal, _ s: inout State) {
-        count(reason, &s)
-        waiter.resolve(.failure(Self.error(reason)))
+        if waiter.resolve(.failure(Self.error(reason))) { count(reason, &s) }
     }
 
     /// Counts a refusal, in the snapshot and the metric.
     private func count(_ reason: Refusal, _ s: inout State) {
         s.refused[reason, default: 0] += 1
         metrics?.increment("callveil_admission_refusals_total", dimensions: [("reason", reason.rawValue)])
-    }
-
-    /// Fails `waiter` for `reason` unless it was resolved already; whether it was this call that resolved it.
-    @discardableResult
-    private func fail(_ waiter: Waiter, _ reason: Refusal) -> Bool {
-        guard waiter.resolve(.failure(Self.error(reason))) else { return false }
-        state.withLock { count(reason, &$0) }
-        return true
     }
 
     private static func error(_ reason: Refusal) -> LookupError {
