@@ -1,7 +1,8 @@
-import BFV
+@testable import BFV
 import Testing
 
-/// `Context.shared`: one context per parameter set while anyone holds it, and none kept once nobody does.
+/// `Context.shared`: one context per parameter set while anyone holds it, and none kept once nobody does; inside a
+/// context, the contexts of fewer moduli share the full one's NTT tables.
 @Suite("Shared contexts")
 struct SharedContextTests {
     @Test("equal parameters share one context, other parameters get their own, and an unheld one is freed")
@@ -22,5 +23,22 @@ struct SharedContextTests {
             #expect(released != nil)
         }
         #expect(released == nil)
+    }
+
+    @Test("a prefix context uses the full context's NTT tables for its moduli, not copies")
+    func prefixSharesTables() throws {
+        let context = try Context(parameters: EncryptionParameters(.n_4096_logq_27_28_28_logt_5))
+        let key = context.keyContext
+        func base(_ table: NTTTables?) -> UnsafeRawPointer? {
+            table?.forward.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+        }
+        for (k, prefix) in context.prefixContexts.enumerated() {
+            #expect(prefix.rowCount == k + 1)
+            #expect(prefix.moduli == Array(key.moduli.prefix(k + 1)))
+            for i in 0...k {
+                #expect(base(prefix.ntt[i]) != nil)
+                #expect(base(prefix.ntt[i]) == base(key.ntt[i]), "prefix \(k + 1), modulus \(i)")
+            }
+        }
     }
 }

@@ -44,12 +44,21 @@ public final class PolyContext: Sendable, Equatable, CustomStringConvertible {
             && Array(other.moduli.prefix(moduli.count)) == moduli
     }
 
-    /// The context of the first `count` moduli (a new object; callers cache it).
+    /// The context of the first `count` moduli (a new object; callers cache it). It shares this context's NTT tables
+    /// for those moduli rather than building its own (192 KiB per modulus at N = 4096).
     public func prefix(_ count: Int) throws -> PolyContext {
         guard count >= 1, count <= moduli.count else {
             throw HEError.invalidParameters("prefix \(count) of \(moduli.count) moduli")
         }
         if count == moduli.count { return self }
-        return try PolyContext(degree: degree, moduli: Array(moduliValues.prefix(count)), requireNTT: false)
+        return PolyContext(degree: degree, log2Degree: log2Degree, moduli: Array(moduli.prefix(count)),
+                           ntt: Array(ntt.prefix(count)))
+    }
+
+    private init(degree: Int, log2Degree: Int, moduli: [Modulus], ntt: [NTTTables?]) {
+        self.degree = degree
+        self.log2Degree = log2Degree
+        self.moduli = moduli
+        self.ntt = ntt
     }
 }

@@ -32,7 +32,7 @@ public final class Context: Sendable {
         self.keyContext = key
         var prefixes: [PolyContext] = []
         for k in 1...key.rowCount {
-            prefixes.append(k == key.rowCount ? key : try PolyContext(degree: degree, moduli: Array(parameters.coefficientModuli.prefix(k))))
+            prefixes.append(try key.prefix(k))
         }
         self.prefixContexts = prefixes
         let ctCount = parameters.ciphertextModuli.count
