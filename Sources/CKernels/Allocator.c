@@ -116,6 +116,7 @@ void cv_transient_end(void) {
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 #include <stdlib.h>
 #include <stdint.h>
@@ -125,7 +126,11 @@ void cv_transient_end(void) {
 // huge page is small pages, so a matrix costs at most one small page more than its words (whole huge pages cost up
 // to 2 MiB more per matrix: 3.5 MiB in a 100 MiB shard, and per shard again on a worker with many).
 static size_t cv_huge_length(size_t bytes) {
+#if defined(__linux__)
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+#else
     const size_t page = 4096;
+#endif
     if (bytes == 0) bytes = 1;
     return (bytes + page - 1) & ~(page - 1);
 }
