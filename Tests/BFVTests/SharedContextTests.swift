@@ -41,4 +41,26 @@ struct SharedContextTests {
             }
         }
     }
+
+    @Test("the levels' auxiliary bases share the NTT tables of the primes they have in common")
+    func auxiliaryBasesShareTables() throws {
+        let context = try Context(parameters: EncryptionParameters(.n_4096_logq_27_28_28_logt_5))
+        let bases = context.levels.map(\.multiplication.auxContext)
+        func base(_ table: NTTTables?) -> UnsafeRawPointer? {
+            table?.forward.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+        }
+        var shared = 0
+        for (a, lower) in bases.enumerated() {
+            for upper in bases.dropFirst(a + 1) {
+                for (i, prime) in lower.moduliValues.enumerated() {
+                    guard let j = upper.moduliValues.firstIndex(of: prime) else { continue }
+                    #expect(base(lower.ntt[i]) != nil)
+                    #expect(base(lower.ntt[i]) == base(upper.ntt[j]), "prime \(prime)")
+                    shared += 1
+                }
+            }
+        }
+        // At these parameters both levels need three 30-bit primes, the same ones.
+        #expect(shared > 0, "auxiliary bases \(bases.map(\.moduliValues))")
+    }
 }

@@ -55,6 +55,23 @@ public final class PolyContext: Sendable, Equatable, CustomStringConvertible {
                            ntt: Array(ntt.prefix(count)))
     }
 
+    /// A context of NTT-friendly `moduli` that takes `donor`'s NTT tables for every modulus the two have in common
+    /// and builds only the others: the auxiliary bases of a context's levels mostly share their primes.
+    public convenience init(degree: Int, moduli: [UInt64], sharingTablesOf donor: PolyContext?) throws {
+        // The donor's degree was validated when it was built.
+        guard let donor, donor.degree == degree, !moduli.isEmpty else {
+            try self.init(degree: degree, moduli: moduli)
+            return
+        }
+        let values = donor.moduliValues
+        let checked = try moduli.map { try Modulus($0) }
+        let tables = try checked.map { q -> NTTTables? in
+            if let i = values.firstIndex(of: q.value), let table = donor.ntt[i] { return table }
+            return try NTTTables(modulus: q, degree: degree)
+        }
+        self.init(degree: degree, log2Degree: donor.log2Degree, moduli: checked, ntt: tables)
+    }
+
     private init(degree: Int, log2Degree: Int, moduli: [Modulus], ntt: [NTTTables?]) {
         self.degree = degree
         self.log2Degree = log2Degree

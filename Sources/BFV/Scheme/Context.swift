@@ -36,9 +36,13 @@ public final class Context: Sendable {
         }
         self.prefixContexts = prefixes
         let ctCount = parameters.ciphertextModuli.count
-        self.levels = try (1...ctCount).map { k in
-            try LevelConstants(context: prefixes[k - 1], plaintextModulus: try Modulus(parameters.plaintextModulus))
+        let t = try Modulus(parameters.plaintextModulus)
+        var levels: [LevelConstants] = []
+        for k in 1...ctCount {
+            levels.append(try LevelConstants(context: prefixes[k - 1], plaintextModulus: t,
+                                             previous: levels.last?.multiplication.auxContext))
         }
+        self.levels = levels
         let ks = parameters.supportsEvaluationKeys ? try KeySwitchingConstants(keyContext: key) : nil
         self.keySwitching = ks
         self.narrowKeySwitch = NarrowKeySwitch(keyContext: key, ciphertextRows: ctCount, constants: ks)
@@ -101,7 +105,9 @@ struct LevelConstants: Sendable {
     /// Auxiliary base for ciphertext × ciphertext (HPS-style exact scaling).
     let multiplication: MultiplicationConstants
 
-    init(context: PolyContext, plaintextModulus t: Modulus) throws {
+    /// The constants of `context`'s level; `previous` is the level below's auxiliary base, whose NTT tables this
+    /// level's shares where their primes agree.
+    init(context: PolyContext, plaintextModulus t: Modulus, previous: PolyContext? = nil) throws {
         self.context = context
         let moduli = context.moduli
         var qt: UInt64 = 1 % t.value
@@ -118,7 +124,7 @@ struct LevelConstants: Sendable {
         let last = moduli[moduli.count - 1]
         lastInverse = try moduli.dropLast().map { try $0.inverse($0.reduce(last.value)) }
         lastHalf = moduli.dropLast().map { $0.reduce(last.value / 2) }
-        multiplication = try MultiplicationConstants(context: context, plaintextModulus: t)
+        multiplication = try MultiplicationConstants(context: context, plaintextModulus: t, previous: previous)
     }
 
     /// `Δ(m) mod q_i = floor(Q/t)·m + floor(([Q]_t·m + (t+1)/2) / t)` for a plaintext value `m < t`.

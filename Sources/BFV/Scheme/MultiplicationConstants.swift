@@ -29,7 +29,9 @@ struct MultiplicationConstants: Sendable {
     /// a rounded sum of lp doubles, is then exact with a margin of about 2^−6 against an error near 2^−50.
     static let marginBits = 6.0
 
-    init(context: PolyContext, plaintextModulus t: Modulus) throws {
+    /// The constants for `context`; the auxiliary base takes the NTT tables of `previous` (another level's
+    /// auxiliary base) for the primes they share.
+    init(context: PolyContext, plaintextModulus t: Modulus, previous: PolyContext? = nil) throws {
         let qBits = context.moduli.reduce(0.0) { $0 + log2Approx($1.value) }
         // log2 of count·N·t·Q/2 for the largest count, plus the margin.
         let needed = log2Approx(UInt64(Self.maxAccumulatedProducts)) + Double(context.log2Degree)
@@ -45,7 +47,7 @@ struct MultiplicationConstants: Sendable {
         guard bits >= needed else {
             throw HEError.invalidParameters("not enough auxiliary primes for degree \(context.degree)")
         }
-        auxContext = try PolyContext(degree: context.degree, moduli: primes)
+        auxContext = try PolyContext(degree: context.degree, moduli: primes, sharingTablesOf: previous)
         qToP = try BaseConverter(from: context.moduli, to: auxContext.moduli)
         pToQ = try BaseConverter(from: auxContext.moduli, to: context.moduli)
         tModQ = context.moduli.map { $0.reduce(t.value) }
