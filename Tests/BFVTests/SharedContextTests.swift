@@ -5,6 +5,11 @@ import Testing
 /// context, the contexts of fewer moduli share the full one's NTT tables.
 @Suite("Shared contexts")
 struct SharedContextTests {
+    /// Where a modulus's forward NTT table lives: equal for two contexts that share it.
+    static func tables(_ table: NTTTables?) -> UnsafeRawPointer? {
+        table?.forward.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+    }
+
     @Test("equal parameters share one context, other parameters get their own, and an unheld one is freed")
     func sharing() throws {
         let five = EncryptionParameters(.n_4096_logq_27_28_28_logt_5)
@@ -29,15 +34,12 @@ struct SharedContextTests {
     func prefixSharesTables() throws {
         let context = try Context(parameters: EncryptionParameters(.n_4096_logq_27_28_28_logt_5))
         let key = context.keyContext
-        func base(_ table: NTTTables?) -> UnsafeRawPointer? {
-            table?.forward.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
-        }
         for (k, prefix) in context.prefixContexts.enumerated() {
             #expect(prefix.rowCount == k + 1)
             #expect(prefix.moduli == Array(key.moduli.prefix(k + 1)))
             for i in 0...k {
-                #expect(base(prefix.ntt[i]) != nil)
-                #expect(base(prefix.ntt[i]) == base(key.ntt[i]), "prefix \(k + 1), modulus \(i)")
+                #expect(Self.tables(prefix.ntt[i]) != nil)
+                #expect(Self.tables(prefix.ntt[i]) == Self.tables(key.ntt[i]), "prefix \(k + 1), modulus \(i)")
             }
         }
     }
@@ -46,16 +48,13 @@ struct SharedContextTests {
     func auxiliaryBasesShareTables() throws {
         let context = try Context(parameters: EncryptionParameters(.n_4096_logq_27_28_28_logt_5))
         let bases = context.levels.map(\.multiplication.auxContext)
-        func base(_ table: NTTTables?) -> UnsafeRawPointer? {
-            table?.forward.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
-        }
         var shared = 0
         for (a, lower) in bases.enumerated() {
             for upper in bases.dropFirst(a + 1) {
                 for (i, prime) in lower.moduliValues.enumerated() {
                     guard let j = upper.moduliValues.firstIndex(of: prime) else { continue }
-                    #expect(base(lower.ntt[i]) != nil)
-                    #expect(base(lower.ntt[i]) == base(upper.ntt[j]), "prime \(prime)")
+                    #expect(Self.tables(lower.ntt[i]) != nil)
+                    #expect(Self.tables(lower.ntt[i]) == Self.tables(upper.ntt[j]), "prime \(prime)")
                     shared += 1
                 }
             }

@@ -11,8 +11,11 @@ public final class PolyContext: Sendable, Equatable, CustomStringConvertible {
     /// NTT tables per modulus, or nil for a modulus that is not NTT-friendly (e.g. a plaintext modulus).
     public let ntt: [NTTTables?]
 
-    /// Builds a context. With `requireNTT`, every modulus must be an NTT-friendly prime.
-    public init(degree: Int, moduli: [UInt64], requireNTT: Bool = true) throws {
+    /// Builds a context. With `requireNTT`, every modulus must be an NTT-friendly prime. The NTT tables of any
+    /// modulus `donor` also has are `donor`'s, not built again (192 KiB per modulus at N = 4096): a context's levels
+    /// and their auxiliary bases mostly share their moduli.
+    public init(degree: Int, moduli: [UInt64], requireNTT: Bool = true,
+                sharingTablesOf donor: PolyContext? = nil) throws {
         guard degree >= 2, UInt64(degree).isPowerOfTwo else {
             throw HEError.invalidParameters("degree \(degree) is not a power of two")
         }
@@ -20,7 +23,9 @@ public final class PolyContext: Sendable, Equatable, CustomStringConvertible {
         self.degree = degree
         self.log2Degree = degree.trailingZeroBitCount
         self.moduli = try moduli.map { try Modulus($0) }
+        let donated = donor?.degree == degree ? donor : nil
         self.ntt = try self.moduli.map { q in
+            if let donated, let i = donated.moduli.firstIndex(of: q), let table = donated.ntt[i] { return table }
             if requireNTT { return try NTTTables(modulus: q, degree: degree) }
             return try? NTTTables(modulus: q, degree: degree)
         }
@@ -44,38 +49,13 @@ public final class PolyContext: Sendable, Equatable, CustomStringConvertible {
             && Array(other.moduli.prefix(moduli.count)) == moduli
     }
 
-    /// The context of the first `count` moduli (a new object; callers cache it). It shares this context's NTT tables
-    /// for those moduli rather than building its own (192 KiB per modulus at N = 4096).
+    /// The context of the first `count` moduli (a new object; callers cache it), with this context's NTT tables.
     public func prefix(_ count: Int) throws -> PolyContext {
         guard count >= 1, count <= moduli.count else {
             throw HEError.invalidParameters("prefix \(count) of \(moduli.count) moduli")
         }
         if count == moduli.count { return self }
-        return PolyContext(degree: degree, log2Degree: log2Degree, moduli: Array(moduli.prefix(count)),
-                           ntt: Array(ntt.prefix(count)))
-    }
-
-    /// A context of NTT-friendly `moduli` that takes `donor`'s NTT tables for every modulus the two have in common
-    /// and builds only the others: the auxiliary bases of a context's levels mostly share their primes.
-    public convenience init(degree: Int, moduli: [UInt64], sharingTablesOf donor: PolyContext?) throws {
-        // The donor's degree was validated when it was built.
-        guard let donor, donor.degree == degree, !moduli.isEmpty else {
-            try self.init(degree: degree, moduli: moduli)
-            return
-        }
-        let values = donor.moduliValues
-        let checked = try moduli.map { try Modulus($0) }
-        let tables = try checked.map { q -> NTTTables? in
-            if let i = values.firstIndex(of: q.value), let table = donor.ntt[i] { return table }
-            return try NTTTables(modulus: q, degree: degree)
-        }
-        self.init(degree: degree, log2Degree: donor.log2Degree, moduli: checked, ntt: tables)
-    }
-
-    private init(degree: Int, log2Degree: Int, moduli: [Modulus], ntt: [NTTTables?]) {
-        self.degree = degree
-        self.log2Degree = log2Degree
-        self.moduli = moduli
-        self.ntt = ntt
+        return try PolyContext(degree: degree, moduli: Array(moduliValues.prefix(count)), requireNTT: false,
+                               sharingTablesOf: self)
     }
 }

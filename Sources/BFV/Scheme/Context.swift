@@ -26,7 +26,8 @@ public final class Context: Sendable {
     public init(parameters: EncryptionParameters) throws {
         self.parameters = parameters
         self.degree = parameters.polyDegree
-        self.plaintextModulus = try Modulus(parameters.plaintextModulus)
+        let t = try Modulus(parameters.plaintextModulus)
+        self.plaintextModulus = t
         self.plaintextContext = try PolyContext(degree: degree, moduli: [parameters.plaintextModulus], requireNTT: false)
         let key = try PolyContext(degree: degree, moduli: parameters.coefficientModuli)
         self.keyContext = key
@@ -36,7 +37,6 @@ public final class Context: Sendable {
         }
         self.prefixContexts = prefixes
         let ctCount = parameters.ciphertextModuli.count
-        let t = try Modulus(parameters.plaintextModulus)
         var levels: [LevelConstants] = []
         for k in 1...ctCount {
             levels.append(try LevelConstants(context: prefixes[k - 1], plaintextModulus: t,
