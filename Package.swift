@@ -307,7 +307,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "TransportTests",
-            dependencies: ["ZeroMQ", "LZ4", "ConformanceSupport"],
+            dependencies: ["ZeroMQ", "LZ4", "ClusterTransport", "ConformanceSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "ObliviousHTTPTests",

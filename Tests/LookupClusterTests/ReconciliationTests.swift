@@ -78,8 +78,14 @@ struct ReconciliationTests {
         #expect(!desiredFiles().isEmpty && spooled() == desiredFiles(), "every shard file is spooled, nothing else")
         #expect(coordinator.transferBytesInMemory == 0, "the coordinator holds no shard file in memory")
         let before = spooled()
+        let sentBefore = Self.transferBytes(cluster, server)
         try await Self.sameConfigUpdate(server: server, directory: directory, data: data, flip: 3)
         #expect(await coordinator.waitUntilConverged(timeout: .seconds(10)))
+        // The worker held the old content: the update travelled as a patch of the changed ranges, not whole.
+        let sent = Self.transferBytes(cluster, server)
+        print("same-config-id update: \(sent.patch - sentBefore.patch) patch bytes, \(sent.whole - sentBefore.whole) whole-shard bytes sent")
+        #expect(workers[0].patches.applied == 1 && workers[0].patches.refused == 0, "patches \(workers[0].patches)")
+        #expect(sent.patch > sentBefore.patch && sent.whole == sentBefore.whole, "bytes sent before \(sentBefore), after \(sent)")
         // The changed shard's new file replaced its old one; the others are the same files.
         #expect(spooled() == desiredFiles() && spooled() != before && spooled().intersection(before).count == before.count - 1,
                 "spool before \(before.sorted()), after \(spooled().sorted())")
@@ -90,6 +96,39 @@ struct ReconciliationTests {
         let hops = stageCount(clusterMetrics, "cluster_round_trip"), computes = stageCount(serviceMetrics, "compute")
         #expect(hops >= 1 && computes >= hops && stageCount(serviceMetrics, "execution") >= hops,
                 "round trips \(hops), computes \(computes), executions \(stageCount(serviceMetrics, "execution"))")
+        for worker in workers { worker.stop() }
+        await server.stop()
+        coordinator.shutdown()
+    }
+
+    /// Compressed shard bytes the coordinator sent workers, whole and as patches.
+    static func transferBytes(_ cluster: EmbeddedCluster, _ server: TestServer) -> (whole: Double, patch: Double) {
+        let expositions = [cluster.metrics.exposition(), server.server.metrics.exposition()].map { String(decoding: $0, as: UTF8.self) }
+        func sum(_ kind: String) -> Double {
+            expositions.reduce(0) { $0 + metricValue($1, "callveil_cluster_transfer_bytes_total{kind=\"\(kind)\"}") }
+        }
+        return (sum("whole"), sum("patch"))
+    }
+
+    @Test("A worker whose copy of the old content is damaged on disk: the patch does not apply, the whole shard is fetched, the new value served")
+    func damagedPatchBase() async throws {
+        let (directory, data, cluster, _, server, workers) = try await Self.embedded()
+        let coordinator = try #require(server.server.executor as? ClusterCoordinator)
+        #expect(await coordinator.waitUntilConverged(timeout: .seconds(10)))
+        // Every block shard file the worker keeps, overwritten with other bytes of its size (it serves from memory).
+        let folder = "\(directory)/embedded/0/\(DemoDataset.block)"
+        let files = (FileManager.default.enumerator(atPath: folder)?.compactMap { $0 as? String } ?? []).filter { $0.hasSuffix(".cvshard") }
+        #expect(!files.isEmpty)
+        for file in files {
+            let size = try #require(FileManager.default.attributesOfItem(atPath: "\(folder)/\(file)")[.size] as? NSNumber).intValue
+            try Data(repeating: 0xA5, count: size).write(to: URL(fileURLWithPath: "\(folder)/\(file)"))
+        }
+        let sentBefore = Self.transferBytes(cluster, server)
+        try await Self.sameConfigUpdate(server: server, directory: directory, data: data, flip: 4)
+        #expect(await coordinator.waitUntilConverged(timeout: .seconds(10)))
+        let sent = Self.transferBytes(cluster, server)
+        #expect(workers[0].patches.applied == 0 && workers[0].patches.refused == 1, "patches \(workers[0].patches)")
+        #expect(sent.patch > sentBefore.patch && sent.whole > sentBefore.whole, "bytes sent before \(sentBefore), after \(sent)")
         for worker in workers { worker.stop() }
         await server.stop()
         coordinator.shutdown()
@@ -126,6 +165,9 @@ struct ReconciliationTests {
         #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(30)))
         try await Self.sameConfigUpdate(server: cluster.server, directory: cluster.directory, data: cluster.data, flip: 7)
         #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(10)))
+        // Both replicas of the one changed shard took the update as a patch over TCP.
+        #expect(workers.map(\.patches.applied) == [1, 1] && workers.allSatisfy { $0.patches.refused == 0 },
+                "patches \(workers.map(\.patches))")
         // Old content files are deleted once the new content is loaded.
         let files = FileManager.default.enumerator(atPath: "\(cluster.directory)/worker-a")?.compactMap { $0 as? String } ?? []
         #expect(files.filter { $0.hasSuffix(".cvshard") }.count == cluster.coordinator.desiredState.shards(on: "a").count)

@@ -256,6 +256,14 @@ public nonisolated struct Callveil_Cluster_V1_ClusterMessage: Sendable {
     set {body = .keyExpiry(newValue)}
   }
 
+  public var patch: Callveil_Cluster_V1_ShardPatch {
+    get {
+      if case .patch(let v)? = body {return v}
+      return Callveil_Cluster_V1_ShardPatch()
+    }
+    set {body = .patch(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -274,6 +282,7 @@ public nonisolated struct Callveil_Cluster_V1_ClusterMessage: Sendable {
     case goodbye(Callveil_Cluster_V1_Goodbye)
     case cancel(Callveil_Cluster_V1_QueryCancel)
     case keyExpiry(Callveil_Cluster_V1_KeyExpiry)
+    case patch(Callveil_Cluster_V1_ShardPatch)
 
   }
 
@@ -587,6 +596,11 @@ public nonisolated struct Callveil_Cluster_V1_TransferRequest: Sendable {
 
   public var offset: UInt64 = 0
 
+  /// With offset 0: the SHA-256 of another content of the same shard the worker holds verified. A coordinator
+  /// that has the difference between the two answers with a ShardPatch instead of the first chunk; otherwise
+  /// (no such patch, or an older coordinator) with chunks as usual.
+  public var patchBase: Data = Data()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -623,6 +637,68 @@ public nonisolated struct Callveil_Cluster_V1_ShardChunk: Sendable {
   public init() {}
 
   fileprivate var _shard: Callveil_Cluster_V1_ShardRef? = nil
+}
+
+/// Coordinator -> worker: the new content of a shard as the byte ranges in which it differs from `base_sha256`
+/// (what a data update rewrote: the changed plaintexts, their presence bytes and the file's digest). `lz4_frame`
+/// holds a serialized PatchRanges. The worker applies it to a copy of its base file and keeps the result only if
+/// it has `total_bytes` bytes and the SHA-256 in `shard`; otherwise it asks for the whole shard.
+public nonisolated struct Callveil_Cluster_V1_ShardPatch: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var shard: Callveil_Cluster_V1_ShardRef {
+    get {_shard ?? Callveil_Cluster_V1_ShardRef()}
+    set {_shard = newValue}
+  }
+  /// Returns true if `shard` has been explicitly set.
+  public var hasShard: Bool {self._shard != nil}
+  /// Clears the value of `shard`. Subsequent reads from it will return its default value.
+  public mutating func clearShard() {self._shard = nil}
+
+  public var baseSha256: Data = Data()
+
+  public var totalBytes: UInt64 = 0
+
+  public var lz4Frame: Data = Data()
+
+  /// SHA-256 of the decompressed PatchRanges.
+  public var sha256: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _shard: Callveil_Cluster_V1_ShardRef? = nil
+}
+
+/// The ranges of a ShardPatch, ascending and disjoint, each inside the new content.
+public nonisolated struct Callveil_Cluster_V1_PatchRanges: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var ranges: [Callveil_Cluster_V1_PatchRange] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Bytes `offset ..< offset + data.count` of the new content.
+public nonisolated struct Callveil_Cluster_V1_PatchRange: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var offset: UInt64 = 0
+
+  public var data: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// Worker -> coordinator: the shard is loaded and verified; route to it.
@@ -694,7 +770,7 @@ nonisolated extension Callveil_Cluster_V1_ErrorCode: SwiftProtobuf._ProtoNamePro
 
 nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClusterMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}request_id\0\u{2}\u{8}hello\0\u{1}heartbeat\0\u{1}query\0\u{1}reply\0\u{3}key_request\0\u{3}key_reply\0\u{1}assign\0\u{3}transfer_request\0\u{1}chunk\0\u{1}loaded\0\u{1}drop\0\u{3}key_push\0\u{1}goodbye\0\u{1}cancel\0\u{3}key_expiry\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}request_id\0\u{2}\u{8}hello\0\u{1}heartbeat\0\u{1}query\0\u{1}reply\0\u{3}key_request\0\u{3}key_reply\0\u{1}assign\0\u{3}transfer_request\0\u{1}chunk\0\u{1}loaded\0\u{1}drop\0\u{3}key_push\0\u{1}goodbye\0\u{1}cancel\0\u{3}key_expiry\0\u{1}patch\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -899,6 +975,19 @@ nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message,
           self.body = .keyExpiry(v)
         }
       }()
+      case 25: try {
+        var v: Callveil_Cluster_V1_ShardPatch?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .patch(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .patch(v)
+        }
+      }()
       default: break
       }
     }
@@ -975,6 +1064,10 @@ nonisolated extension Callveil_Cluster_V1_ClusterMessage: SwiftProtobuf.Message,
     case .keyExpiry?: try {
       guard case .keyExpiry(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
+    }()
+    case .patch?: try {
+      guard case .patch(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
     }()
     case nil: break
     }
@@ -1522,7 +1615,7 @@ nonisolated extension Callveil_Cluster_V1_AssignShard: SwiftProtobuf.Message, Sw
 
 nonisolated extension Callveil_Cluster_V1_TransferRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TransferRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shard\0\u{1}offset\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shard\0\u{1}offset\0\u{3}patch_base\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1532,6 +1625,7 @@ nonisolated extension Callveil_Cluster_V1_TransferRequest: SwiftProtobuf.Message
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularMessageField(value: &self._shard) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.patchBase) }()
       default: break
       }
     }
@@ -1548,12 +1642,16 @@ nonisolated extension Callveil_Cluster_V1_TransferRequest: SwiftProtobuf.Message
     if self.offset != 0 {
       try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 2)
     }
+    if !self.patchBase.isEmpty {
+      try visitor.visitSingularBytesField(value: self.patchBase, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Callveil_Cluster_V1_TransferRequest, rhs: Callveil_Cluster_V1_TransferRequest) -> Bool {
     if lhs._shard != rhs._shard {return false}
     if lhs.offset != rhs.offset {return false}
+    if lhs.patchBase != rhs.patchBase {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1608,6 +1706,125 @@ nonisolated extension Callveil_Cluster_V1_ShardChunk: SwiftProtobuf.Message, Swi
     if lhs.lz4Frame != rhs.lz4Frame {return false}
     if lhs.sha256 != rhs.sha256 {return false}
     if lhs.totalBytes != rhs.totalBytes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Callveil_Cluster_V1_ShardPatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ShardPatch"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shard\0\u{3}base_sha256\0\u{3}total_bytes\0\u{3}lz4_frame\0\u{1}sha256\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._shard) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.baseSha256) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.totalBytes) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.lz4Frame) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._shard {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.baseSha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.baseSha256, fieldNumber: 2)
+    }
+    if self.totalBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.totalBytes, fieldNumber: 3)
+    }
+    if !self.lz4Frame.isEmpty {
+      try visitor.visitSingularBytesField(value: self.lz4Frame, fieldNumber: 4)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Callveil_Cluster_V1_ShardPatch, rhs: Callveil_Cluster_V1_ShardPatch) -> Bool {
+    if lhs._shard != rhs._shard {return false}
+    if lhs.baseSha256 != rhs.baseSha256 {return false}
+    if lhs.totalBytes != rhs.totalBytes {return false}
+    if lhs.lz4Frame != rhs.lz4Frame {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Callveil_Cluster_V1_PatchRanges: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PatchRanges"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}ranges\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.ranges) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.ranges.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.ranges, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Callveil_Cluster_V1_PatchRanges, rhs: Callveil_Cluster_V1_PatchRanges) -> Bool {
+    if lhs.ranges != rhs.ranges {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Callveil_Cluster_V1_PatchRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PatchRange"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offset\0\u{1}data\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.data) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 1)
+    }
+    if !self.data.isEmpty {
+      try visitor.visitSingularBytesField(value: self.data, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Callveil_Cluster_V1_PatchRange, rhs: Callveil_Cluster_V1_PatchRange) -> Bool {
+    if lhs.offset != rhs.offset {return false}
+    if lhs.data != rhs.data {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

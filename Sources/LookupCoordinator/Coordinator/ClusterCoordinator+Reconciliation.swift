@@ -32,6 +32,9 @@ extension ClusterCoordinator {
                 }
             }
         }
+        // The content each shard had before: an update that rewrote only some plaintexts is sent to workers that
+        // hold it as a patch (the changed ranges), not whole.
+        let previous = state.withLock { s in s.sources.filter { $0.key.useCase == version.name && $0.key.configID == configID } }
         let built = try await ComputePool.detached {
             try MulPirServer.transientBuild { try zip(useCase.shards, version.configuration.shards).map { source, parameters in
                 let index = source.index
@@ -55,13 +58,22 @@ extension ClusterCoordinator {
                 let spec = ShardSpec(key: key, sha256: source.sha256, totalBytes: source.totalBytes,
                                      parameters: try message.serializedBytes(), keyConfigHash: version.configuration.keyConfigHash,
                                      shardCount: shardCount)
-                return (spec, source)
+                var patch: ShardPatch?
+                if let base = previous[key], base.sha256 != source.sha256 {
+                    patch = try? ShardPatch.between(base: base, target: source, limit: source.totalBytes / 2)
+                }
+                return (spec, source, patch)
             } }
         }
         let changed = state.withLock { s -> Int in
             var changed = 0
-            for (spec, source) in built where s.desired.shards[spec.key] != spec {
+            for (spec, source, patch) in built where s.desired.shards[spec.key] != spec {
                 s.desired.shards[spec.key] = spec
+                if let base = s.sources[spec.key], let patch, patch.baseSHA256 == base.sha256 {
+                    s.patches[spec.key] = patch
+                } else {
+                    s.patches.removeValue(forKey: spec.key)
+                }
                 s.sources[spec.key] = source
                 changed += 1
             }
@@ -86,6 +98,7 @@ extension ClusterCoordinator {
                 s.desired.shards.removeValue(forKey: key)
                 s.desired.placement.removeValue(forKey: key)
                 s.sources.removeValue(forKey: key)
+                s.patches.removeValue(forKey: key)
             }
             if !keys.isEmpty { s.desired.generation += 1 }
             return !keys.isEmpty

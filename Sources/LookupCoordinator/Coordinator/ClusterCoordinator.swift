@@ -70,6 +70,9 @@ public final class ClusterCoordinator: ShardExecutor {
         var desired = DesiredState()
         /// Content of each desired shard, for transfers (in memory, or spooled to `Options.spoolDirectory`).
         var sources: [ShardKey: TransferSource] = [:]
+        /// For a shard whose content a data update replaced: the difference from the content before, sent to a
+        /// worker that still holds that (see `ShardPatch`).
+        var patches: [ShardKey: ShardPatch] = [:]
         /// Content hashes being spooled by an install not yet recorded in `sources` (kept when the spool is pruned).
         var spooling: [[UInt8]: Int] = [:]
         var pending: [UInt64: Pending] = [:]
@@ -185,8 +188,8 @@ public final class ClusterCoordinator: ShardExecutor {
         loop.withLock { $0 }?.send([route, ClusterCodec.encode(message)])
     }
 
-    func count(_ label: String, _ dimensions: [(String, String)] = []) {
-        options.metrics?.increment(label, dimensions: dimensions)
+    func count(_ label: String, _ dimensions: [(String, String)] = [], by amount: Int = 1) {
+        options.metrics?.increment(label, dimensions: dimensions, by: amount)
     }
 
     /// Logs and counts a message from a worker that was refused.

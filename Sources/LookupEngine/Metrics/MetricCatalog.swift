@@ -54,6 +54,7 @@ public enum MetricCatalog {
         "callveil_cluster_queries_shed_total": "Queries answered 503 because no replica had credit in time.",
         "callveil_cluster_queries_cancelled_total": "Queries cancelled because their client went away.",
         "callveil_cluster_transfer_failures_total": "Shard transfers that failed and will be retried.",
+        "callveil_cluster_transfer_bytes_total": "Compressed shard bytes sent to workers, by kind (whole: chunks of a shard file; patch: the ranges a data update changed).",
         // Cluster: worker
         "callveil_worker_shard_bytes": "Bytes of shard evaluation form held by this worker, by backing (memory, mapped).",
         "callveil_worker_shards": "Shards this worker holds loaded.",

@@ -18,24 +18,25 @@ extension ClusterWorker {
             logger.warning("refused an assign with out-of-range fields")
             return
         }
-        enum Step { case nothing, resend(Int), open }
+        enum Step { case nothing, resend(Int, [UInt8]?), open([UInt8]?) }
         let step: Step = state.withLock { s in
             if s.loaded[key] == sha || s.loading[key] == sha { return .nothing }
             if let transfer = s.transfers[key] {
                 if transfer.sha256 == sha {
                     transfer.lastActivity = .now
                     transfer.link = link
-                    return .resend(transfer.offset)
+                    return .resend(transfer.offset, transfer.base(at: transfer.offset))
                 }
                 s.transfers.removeValue(forKey: key)
             }
             s.loading[key] = sha  // reserved while the file is checked, so a repeated assign does nothing
-            return .open
+            return .open(s.loaded[key])
         }
+        let held: [UInt8]?
         switch step {
         case .nothing: return
-        case .resend(let offset): return requestTransfer(key, sha: sha, offset: offset, link: link)
-        case .open: break
+        case .resend(let offset, let base): return requestTransfer(key, sha: sha, offset: offset, link: link, patchBase: base)
+        case .open(let loaded): held = loaded
         }
         let path = files.path(key, sha256: sha)
         // Already on disk from an earlier run: load without a transfer (from the scan cache when there is one).
@@ -47,32 +48,38 @@ extension ClusterWorker {
             await load(key, sha: sha, assign: assign, bytes: bytes)
             return
         }
+        // The content loaded now, if its file is on disk, is offered as the base of a patch.
+        let base = held.flatMap { FileManager.default.fileExists(atPath: files.path(key, sha256: $0)) ? $0 : nil }
         do {
             let sink = try TransferSink(path: path, totalBytes: Int(assign.totalBytes), sha256: sha)
-            let offset = state.withLock { s -> Int? in
+            let started = state.withLock { s -> (Int, [UInt8]?)? in
                 guard s.loading[key] == sha else { return nil }  // dropped meanwhile
                 s.loading.removeValue(forKey: key)
-                s.transfers[key] = Transfer(assign: assign, link: link, sha256: sha, sink: sink)
+                let transfer = Transfer(assign: assign, link: link, sha256: sha, sink: sink, patchBase: base)
+                s.transfers[key] = transfer
                 s.transfersStarted += 1
                 if sink.offset > 0 { s.resumed[key] = sink.offset }
-                return sink.offset
+                return (sink.offset, transfer.base(at: sink.offset))
             }
-            guard let offset else { return }
+            guard let (offset, patchBase) = started else { return }
             if offset > 0 { logger.info("resuming shard transfer", metadata: ["shard": "\(key)", "offset": "\(offset)"]) }
-            requestTransfer(key, sha: sha, offset: offset, link: link)
+            requestTransfer(key, sha: sha, offset: offset, link: link, patchBase: patchBase)
         } catch {
             _ = state.withLock { $0.loading.removeValue(forKey: key) }
             report(key, sha: sha, ok: false, error: "\(error)")
         }
     }
 
-    func requestTransfer(_ key: ShardKey, sha: [UInt8], offset: Int, link: Int) {
+    /// Asks for content `sha` of a shard from `offset`, naming `patchBase` (content held on disk) when a patch
+    /// from it would do.
+    func requestTransfer(_ key: ShardKey, sha: [UInt8], offset: Int, link: Int, patchBase: [UInt8]? = nil) {
         var ref = key.ref
         ref.sha256 = Data(sha)
         send(.with {
             $0.transferRequest = .with {
                 $0.shard = ref
                 $0.offset = UInt64(offset)
+                if let patchBase { $0.patchBase = Data(patchBase) }
             }
         }, link: link)
     }
@@ -80,15 +87,15 @@ extension ClusterWorker {
     /// Asks again for the next chunk of every transfer that has heard nothing for `transferStall`.
     func resumeStalledTransfers() {
         let stall = options.transferStall
-        let stalled = state.withLock { s -> [(ShardKey, [UInt8], Int, Int)] in
+        let stalled = state.withLock { s -> [(ShardKey, [UInt8], Int, Int, [UInt8]?)] in
             let now = ContinuousClock.now
             return s.transfers.compactMap { key, transfer in
                 guard !transfer.busy, now - transfer.lastActivity > stall else { return nil }
                 transfer.lastActivity = now
-                return (key, transfer.sha256, transfer.offset, transfer.link)
+                return (key, transfer.sha256, transfer.offset, transfer.link, transfer.base(at: transfer.offset))
             }
         }
-        for (key, sha, offset, link) in stalled { requestTransfer(key, sha: sha, offset: offset, link: link) }
+        for (key, sha, offset, link, base) in stalled { requestTransfer(key, sha: sha, offset: offset, link: link, patchBase: base) }
     }
 
     /// One chunk: verified and appended; a duplicate (an answer to a repeated request) is ignored; a corrupt one
@@ -102,6 +109,7 @@ extension ClusterWorker {
             }
             transfer.busy = true
             transfer.lastActivity = .now
+            transfer.patchBase = nil  // the coordinator answered with the whole shard: it has no patch for it
             return transfer
         }
         guard let transfer = claimed else { return }

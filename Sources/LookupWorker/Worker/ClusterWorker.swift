@@ -93,6 +93,9 @@ public final class ClusterWorker: Sendable {
         var scanCacheLoads = 0
         var transfersStarted = 0
         var wholeShardFailures = 0
+        /// Data updates taken as patches, and patches that did not apply (the whole shard was fetched).
+        var patchesApplied = 0
+        var patchesRefused = 0
         /// The coordinator's key-expiry cutoff applied (seconds since 1970), and the parsed keys it dropped.
         var keysExpiredBefore = 0.0
         var keysExpired = 0
@@ -116,13 +119,20 @@ public final class ClusterWorker: Sendable {
         var busy = false
         var failures = 0
         var lastActivity = ContinuousClock.now
-        init(assign: Callveil_Cluster_V1_AssignShard, link: Int, sha256: [UInt8], sink: TransferSink) {
+        /// The content of this shard the worker holds verified on disk, offered as a patch base while the transfer
+        /// is at its start; nil once a patch failed (the whole shard is fetched then).
+        var patchBase: [UInt8]?
+        init(assign: Callveil_Cluster_V1_AssignShard, link: Int, sha256: [UInt8], sink: TransferSink, patchBase: [UInt8]?) {
             self.assign = assign
             self.link = link
             self.sha256 = sha256
             self.sink = sink
             self.offset = sink.offset
+            self.patchBase = sink.offset == 0 ? patchBase : nil
         }
+
+        /// The patch base to name in a request from `offset`.
+        func base(at offset: Int) -> [UInt8]? { offset == 0 ? patchBase : nil }
     }
 
     let state = Mutex(State())
@@ -241,6 +251,9 @@ public final class ClusterWorker: Sendable {
     /// Whole-shard checksum failures detected (each reported to the coordinator and fetched again).
     public var wholeShardFailures: Int { state.withLock { $0.wholeShardFailures } }
 
+    /// Data updates this worker took as patches, and patches it could not apply (then fetched whole).
+    public var patches: (applied: Int, refused: Int) { state.withLock { ($0.patchesApplied, $0.patchesRefused) } }
+
     /// Database bytes held in memory and served from mapped scan files, and the loads that used a scan file.
     public var shardMemory: (resident: Int, mapped: Int, scanCacheLoads: Int) {
         state.withLock { s in (s.resident.values.reduce(0, +), s.mapped.values.reduce(0, +), s.scanCacheLoads) }
@@ -331,6 +344,7 @@ public final class ClusterWorker: Sendable {
         case .keyPush(let push)?: await cachePushedKey(push)
         case .assign(let assign)?: await self.assign(assign, link: link)
         case .chunk(let chunk)?: await self.chunk(chunk)
+        case .patch(let patch)?: await self.patch(patch)
         default: handleNow(message, link: link)
         }
     }
