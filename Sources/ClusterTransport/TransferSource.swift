@@ -41,27 +41,10 @@ public struct TransferSource: Sendable {
         if size != bytes.count {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                let temporary = path + ".partial"
-                try? FileManager.default.removeItem(atPath: temporary)
-                guard FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                    throw ClusterError.spool("cannot create \(temporary)")
-                }
-                let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
-                do {
-                    try handle.write(contentsOf: Data(bytes))
-                    try handle.synchronize()
-                    try handle.close()
-                } catch {
-                    try? handle.close()
-                    try? FileManager.default.removeItem(atPath: temporary)
-                    throw error
-                }
-                guard rename(temporary, path) == 0 else { throw ClusterError.spool("cannot rename \(temporary) (errno \(errno))") }
-            } catch let error as ClusterError {
-                throw error
             } catch {
-                throw ClusterError.spool("cannot write \(path): \(error)")
+                throw ClusterError.spool("cannot create \(directory): \(error)")
             }
+            try SyncedFile.save(bytes, to: path, temporary: path + ".partial")
         }
         return TransferSource(sha256: sha, totalBytes: bytes.count, chunkSize: chunkSize, storage: .file(path))
     }

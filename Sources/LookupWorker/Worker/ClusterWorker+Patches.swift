@@ -29,7 +29,7 @@ extension ClusterWorker {
                         throw ClusterError.badChunk("the patch base is no longer on disk")
                     }
                     let bytes = try ShardPatch.apply(message, to: [UInt8](held), target: sha)
-                    try ShardFiles.writeSynced(bytes, to: path)
+                    try SyncedFile.save(bytes, to: path, temporary: path + ".writing")
                     return bytes
                 })
             }

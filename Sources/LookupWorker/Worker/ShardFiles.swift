@@ -47,34 +47,4 @@ struct ShardFiles: Sendable {
             try? FileManager.default.removeItem(atPath: "\(folder)/\(name)")
         }
     }
-
-    /// Writes `bytes` to `path` whole or not at all: into `<path>.writing`, synced, renamed into place, and the
-    /// folder synced.
-    static func writeSynced(_ bytes: [UInt8], to path: String) throws {
-        let temporary = path + ".writing"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw ClusterError.spool("cannot create \(temporary) (errno \(errno))") }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + done, bytes.count - done) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                close(descriptor)
-                unlink(temporary)
-                throw ClusterError.spool("cannot write \(temporary) (errno \(errno))")
-            }
-            done += n
-        }
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        guard synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw ClusterError.spool("cannot sync or rename \(temporary) (errno \(errno))")
-        }
-        let folder = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
-        }
-    }
 }

@@ -1,0 +1,33 @@
+import Foundation
+
+/// A file written whole or not at all: the bytes go to a temporary name, are synced, renamed into place, and the
+/// folder is synced, so a crash leaves either the previous state or the complete file (and perhaps the temporary).
+public enum SyncedFile {
+    /// Writes `bytes` to `path` through `temporary` (removed on failure), owner-readable only.
+    public static func save(_ bytes: [UInt8], to path: String, temporary: String) throws {
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw ClusterError.spool("cannot create \(temporary) (errno \(errno))") }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + done, bytes.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                close(descriptor)
+                unlink(temporary)
+                throw ClusterError.spool("cannot write \(temporary) (errno \(errno))")
+            }
+            done += n
+        }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw ClusterError.spool("cannot sync or rename \(temporary) (errno \(errno))")
+        }
+        let folder = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+    }
+}
