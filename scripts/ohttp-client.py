@@ -272,6 +272,11 @@ class Proxy:
             break
         record = {"path": path, "gateway_status": r.status_code, "http_version": r.http_version,
                   "framing": "indeterminate" if indeterminate else "known", "aead": aead}
+        if r.status_code in (429, 503):
+            # The gateway shed the request before decapsulating it: passed on as it came, as a relay does.
+            self.write(record)
+            kept = [(k, v) for k, v in r.headers.items() if k.lower() in ("retry-after", "content-type")]
+            return r.status_code, kept, r.content
         if r.status_code != 200 or r.headers.get("content-type") != "message/ohttp-res":
             self.write(record)
             return 502, [("content-type", "text/plain")], f"gateway answered {r.status_code}: {r.text}".encode()
@@ -308,6 +313,7 @@ def serve(args):
                 status, inner, content = proxy.send(self.command, authority, self.path, headers, body)
             except Exception as e:  # noqa: BLE001 - answered to the local client, which reports it
                 status, inner, content = 502, [("content-type", "text/plain")], f"proxy: {e!r}".encode()
+                proxy.write({"path": self.path, "proxy_error": repr(e)[:300]})
             self.send_response(status)
             for k, v in inner:
                 if k.lower() not in HOP:

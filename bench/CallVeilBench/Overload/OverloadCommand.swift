@@ -26,6 +26,12 @@ struct OverloadCommand: AsyncParsableCommand {
     @Option(help: "Concurrent /key uploaders.") var keyUploaders = 16
     @Option(help: "Size of each /key upload, MiB.") var keyUploadMegabytes = 10
     @Option(help: "Query flood rate as a multiple of the measured capacity.") var floodFactor = 4.0
+    @Option(help: "Identities (User-Identifiers) the query flood comes from: few exceed the per-identity limit (429), many reach the fair gate's queue (503).")
+    var floodDevices = 8
+
+    func validate() throws {
+        guard (1...1024).contains(floodDevices) else { throw ValidationError("--flood-devices must be in 1...1024") }
+    }
     @Option(help: "Seconds of capacity measurement.") var capacitySeconds = 8.0
     @Option(help: "Seconds of the phone alone before the flood.") var baselineSeconds = 10.0
     @Option(help: "Seconds of flood (longer than the server's request timeout, so that its closing of slow connections shows).")
@@ -106,8 +112,8 @@ struct OverloadCommand: AsyncParsableCommand {
         // bounded per user token by the tier's `issuePerSecond`).
         let floodHTTP = LookupHTTPClient(baseURL: url, client: floodClient)
         let rate = capacity * floodFactor
-        let floodDevices = try await devices(8, prefix: "flood", http: floodHTTP, token: floodToken,
-                                             stock: Int(rate * floodSeconds / 8 * 1.1) + 16)
+        let floodDevices = try await devices(self.floodDevices, prefix: "flood", http: floodHTTP, token: floodToken,
+                                             stock: Int(rate * floodSeconds / Double(self.floodDevices) * 1.1) + 16)
         var bodies: [[UInt8]] = []
         for (i, device) in floodDevices.enumerated() {
             bodies.append(try await device.queryRequest(Array(numbers[i % numbers.count].utf8), in: block).serializedBytes())
