@@ -121,7 +121,7 @@ PY
   summary+="$door: $verdict"$'\n'
   case "$verdict" in *FAIL*) failed=1 ;; esac
   if [ -n "$flood" ]; then
-    summary+="$door query flood through the gateway ($flood): $(grep -E '^\| /queries flood' "$work/$door-flood.txt"); $(grep -E '^phone.s fair share' "$work/$door-flood.txt")"$'\n'
+    summary+="$door query flood through the gateway ($flood): $(grep -E '^\| /queries flood' "$work/$door-flood.txt"); $(grep -E '^phone.s fair share' "$work/$door-flood.txt"); $(grep -E '^(PASS|FAIL)' "$work/$door-flood.txt" | head -1)"$'\n'
     [ "$flood" = ok ] || { failed=1; cat "$work/$door-flood.txt"; }
   fi
   sleep 1
