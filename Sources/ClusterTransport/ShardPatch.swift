@@ -125,6 +125,10 @@ public struct ShardPatch: Sendable {
         do { ranges = try Callveil_Cluster_V1_PatchRanges(serializedBytes: serialized) } catch {
             throw ClusterError.badChunk("patch ranges do not parse")
         }
+        // Growth past the base is always sent as ranges, so a size beyond that is refused before anything is allocated.
+        guard total <= base.count + serialized.count else {
+            throw ClusterError.badChunk("patch to \(total) bytes from a base of \(base.count) with \(serialized.count) bytes of ranges")
+        }
         var out = base
         if out.count > total { out.removeLast(out.count - total) } else { out.append(contentsOf: repeatElement(0, count: total - out.count)) }
         var end: UInt64 = 0

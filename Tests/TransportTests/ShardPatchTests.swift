@@ -85,6 +85,9 @@ struct ShardPatchTests {
         var shorter = patch.message(for: ref)
         shorter.totalBytes -= 1
         #expect(refused(shorter, to: base), "a size other than the ranges were made for")
+        var huge = patch.message(for: ref)
+        huge.totalBytes = 1 << 40
+        #expect(refused(huge, to: base), "a size far past what the base and the ranges can make (nothing allocated)")
         let data: [UInt8] = [1, 2, 3]
         for ranges in [[(100, data), (50, data)], [(100, data), (101, data)], [(target.count - 2, data)], [(10, [])]] {
             let bad = try ShardPatch(base: TransferSource.digest(base), target: new.sha256, totalBytes: target.count,
