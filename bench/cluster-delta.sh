@@ -43,19 +43,14 @@ query() { "$bin" query --url "$url" --user-token AAAA --timeout 600 "${args[@]}"
 metric() { curl -sf --max-time 5 "$admin_url/metrics" | awk -v s="$1" '$1 == s { print $2 }'; }
 bytes() { local v; v=$(metric "callveil_cluster_transfer_bytes_total{kind=\"$1\"}"); echo "${v:-0}"; }
 rss() { awk '/VmRSS/ { print int($2 / 1024) }' "/proc/${worker_pid[w1]}/status"; }
-wait_long() {  # wait_long <description> <seconds> <command…>
-  local what=$1 limit=$2; shift 2
-  for _ in $(seq 1 $(( limit * 5 ))); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.2; done
-  echo "$tag: FAIL (timed out waiting for $what)"; tail -n 5 "$work"/*.log; exit 1
-}
 generation() { health_field "h['executor']['desiredGeneration']"; }
 placed() { converged && [ "$(shards_on w1)" -ge 1 ]; }
 
 t0=$(now)
 netns_start_coordinator
 netns_start_worker w1 cdw1
-wait_long "the coordinator" 300 health
-wait_long "the first placement" 1800 placed
+wait_seconds=300 wait_for "the coordinator" health
+wait_seconds=1800 wait_for "the first placement" placed
 t1=$(now)
 first_whole=$(bytes whole)
 printf 'initial placement: %.0f s, %s MiB sent whole, worker RSS %s MiB\n' "$(echo "$t1 - $t0" | bc)" "$(( ${first_whole%.*} >> 20 ))" "$(rss)"
@@ -75,7 +70,7 @@ kill -HUP "$coordinator_pid"
 ( i=0; while [ ! -f "$work/stop-during" ]; do query "$work/during-$i.out" || true; i=$((i + 1)); done ) &
 during_pid=$!
 updated() { [ "$(generation)" -gt "$g" ] && converged; }
-wait_long "the update to converge" 1800 updated
+wait_seconds=1800 wait_for "the update to converge" updated
 t3=$(now)
 touch "$work/stop-during"; wait "$during_pid" || true
 whole1=$(bytes whole) patch1=$(bytes patch)

@@ -98,10 +98,10 @@ netns_start_worker() {
   disown
 }
 
-# wait_for <description> <command…>: polls every 0.2 s for up to 60 s; fails the run on timeout.
+# wait_for <description> <command…>: polls every 0.2 s for up to wait_seconds (60) s; fails the run on timeout.
 wait_for() {
   local what=$1; shift
-  for _ in $(seq 1 300); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.2; done
+  for _ in $(seq 1 $(( ${wait_seconds:-60} * 5 ))); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.2; done
   echo "$tag: FAIL (timed out waiting for $what)"; tail -n 5 "$work"/*.log; exit 1
 }
 

@@ -3,10 +3,11 @@ import Foundation
 import LookupProtocol
 
 extension ClusterWorker {
-    /// A patch for a transfer at its start that offered a base: applied to a copy of the base file on the
-    /// transfer thread, checked against the new content's SHA-256, written beside it (synced, then renamed into
-    /// place, so a crash leaves the base and at most a whole new file) and loaded like a finished transfer. The
-    /// base keeps answering meanwhile. A patch that does not apply is reported and the whole shard fetched.
+    /// A patch for a transfer at its start that offered a base, on the transfer thread: applied to a copy of the
+    /// base file (read and checked against its hash), checked against the new content's SHA-256, written beside it
+    /// (synced, then renamed into place, so a crash leaves the base and at most a whole new file) and loaded like a
+    /// finished transfer. The base keeps answering meanwhile. A patch that does not apply is counted and logged,
+    /// and the whole shard fetched.
     func patch(_ message: Callveil_Cluster_V1_ShardPatch) async {
         guard let (key, sha) = ClusterLimits.validate(message.shard, needsHash: true), message.baseSha256.count == 32 else {
             logger.warning("refused a shard patch with out-of-range fields")
@@ -21,46 +22,42 @@ extension ClusterWorker {
             return transfer
         }
         guard let transfer = claimed else { return }  // not asked for, or already settled: ignored
-        let basePath = files.path(key, sha256: base), path = files.path(key, sha256: sha)
+        let path = files.path(key, sha256: sha)
         let applied = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], any Error>, Never>) in
-            transferIO.async {
+            transferIO.async { [self] in
                 continuation.resume(returning: Result {
-                    guard let held = FileManager.default.contents(atPath: basePath) else {
-                        throw ClusterError.badChunk("the patch base is no longer on disk")
-                    }
-                    let bytes = try ShardPatch.apply(message, to: [UInt8](held), target: sha)
+                    let bytes = try ShardPatch.apply(message, to: try readShardFile(key, sha: base), target: sha)
                     try SyncedFile.save(bytes, to: path, temporary: path + ".writing")
                     return bytes
                 })
             }
         }
+        enum Step { case load([UInt8]), fetchWhole(any Error), ignore }
         let link = state.withLock { _ in transfer.link }
-        let next: [UInt8]?? = state.withLock { s in
+        let step: Step = state.withLock { s in
             transfer.busy = false
-            guard s.transfers[key] === transfer else { return nil }  // dropped or replaced meanwhile
+            guard s.transfers[key] === transfer else { return .ignore }  // dropped or replaced meanwhile
             transfer.lastActivity = .now
             switch applied {
             case .success(let bytes):
                 s.transfers.removeValue(forKey: key)
                 s.loading[key] = sha
                 s.patchesApplied += 1
-                return .some(bytes)
-            case .failure:
+                return .load(bytes)
+            case .failure(let error):
                 transfer.patchBase = nil
                 s.patchesRefused += 1
-                return .some(nil)
+                return .fetchWhole(error)
             }
         }
-        switch next {
-        case .some(.some(let bytes)):
+        switch step {
+        case .load(let bytes):
             logger.info("shard patched", metadata: ["shard": "\(key)", "patch_bytes": "\(message.lz4Frame.count)"])
             await load(key, sha: sha, assign: transfer.assign, bytes: bytes)
-        case .some(.none):
-            if case .failure(let error) = applied {
-                logger.warning("a shard patch did not apply; fetching the whole shard", metadata: ["shard": "\(key)", "error": "\(error)"])
-            }
+        case .fetchWhole(let error):
+            logger.warning("a shard patch did not apply; fetching the whole shard", metadata: ["shard": "\(key)", "error": "\(error)"])
             requestTransfer(key, sha: sha, offset: 0, link: link)
-        case .none: break
+        case .ignore: break
         }
     }
 }

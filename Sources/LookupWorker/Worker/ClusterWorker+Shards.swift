@@ -25,7 +25,7 @@ extension ClusterWorker {
                 if transfer.sha256 == sha {
                     transfer.lastActivity = .now
                     transfer.link = link
-                    return .resend(transfer.offset, transfer.base(at: transfer.offset))
+                    return .resend(transfer.offset, transfer.patchBase)
                 }
                 s.transfers.removeValue(forKey: key)
             }
@@ -59,7 +59,7 @@ extension ClusterWorker {
                 s.transfers[key] = transfer
                 s.transfersStarted += 1
                 if sink.offset > 0 { s.resumed[key] = sink.offset }
-                return (sink.offset, transfer.base(at: sink.offset))
+                return (sink.offset, transfer.patchBase)
             }
             guard let (offset, patchBase) = started else { return }
             if offset > 0 { logger.info("resuming shard transfer", metadata: ["shard": "\(key)", "offset": "\(offset)"]) }
@@ -92,7 +92,7 @@ extension ClusterWorker {
             return s.transfers.compactMap { key, transfer in
                 guard !transfer.busy, now - transfer.lastActivity > stall else { return nil }
                 transfer.lastActivity = now
-                return (key, transfer.sha256, transfer.offset, transfer.link, transfer.base(at: transfer.offset))
+                return (key, transfer.sha256, transfer.offset, transfer.link, transfer.patchBase)
             }
         }
         for (key, sha, offset, link, base) in stalled { requestTransfer(key, sha: sha, offset: offset, link: link, patchBase: base) }

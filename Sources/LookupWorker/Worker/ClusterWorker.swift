@@ -120,7 +120,8 @@ public final class ClusterWorker: Sendable {
         var failures = 0
         var lastActivity = ContinuousClock.now
         /// The content of this shard the worker holds verified on disk, offered as a patch base while the transfer
-        /// is at its start; nil once a patch failed (the whole shard is fetched then).
+        /// is at its start; nil once a chunk came or a patch failed (the whole shard is fetched then), so it is set
+        /// only while `offset` is 0.
         var patchBase: [UInt8]?
         init(assign: Callveil_Cluster_V1_AssignShard, link: Int, sha256: [UInt8], sink: TransferSink, patchBase: [UInt8]?) {
             self.assign = assign
@@ -130,9 +131,6 @@ public final class ClusterWorker: Sendable {
             self.offset = sink.offset
             self.patchBase = sink.offset == 0 ? patchBase : nil
         }
-
-        /// The patch base to name in a request from `offset`.
-        func base(at offset: Int) -> [UInt8]? { offset == 0 ? patchBase : nil }
     }
 
     let state = Mutex(State())
