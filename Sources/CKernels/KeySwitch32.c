@@ -160,16 +160,16 @@ ATTR static void NAME(uint32_t *restrict out, const uint32_t *restrict x, const 
 // Evaluation form split in place: c ← c + r (the even half), r ← (c − r) ⊙ mono (the odd half; mono is the
 // transform of x^{−shift}), fully reduced. In place, the split writes only buffers the key switch just touched.
 #define CV_COMBINE_EVAL(NAME, ATTR)                                                                             \
-ATTR static void NAME(uint32_t *restrict c, uint32_t *restrict r, const uint32_t *restrict mono,                \
-                      const uint32_t *restrict mono_shoup, size_t n, uint32_t q) {                              \
+ATTR static void NAME(uint32_t *even, uint32_t *odd, const uint32_t *c, const uint32_t *r,                        \
+                      const uint32_t *restrict mono, const uint32_t *restrict mono_shoup, size_t n, uint32_t q) { \
     for (size_t j = 0; j < n; j++) {                                                                            \
         const uint32_t cj = c[j], rj = r[j];                                                                    \
         uint32_t s = cj + rj;                                                                                   \
-        c[j] = s >= q ? s - q : s;                                                                              \
         uint32_t d = cj >= rj ? cj - rj : cj + q - rj;                                                          \
         uint32_t qhat = (uint32_t)(((uint64_t)d * mono_shoup[j]) >> 32);                                        \
         uint32_t o = d * mono[j] - qhat * q;                                                                    \
-        r[j] = o >= q ? o - q : o;                                                                              \
+        even[j] = s >= q ? s - q : s;                                                                           \
+        odd[j] = o >= q ? o - q : o;                                                                            \
     }                                                                                                           \
 }
 
@@ -224,15 +224,18 @@ AVX512 static void digit_products_avx512(uint32_t *restrict a0, uint32_t *restri
     }
 }
 
-AVX512 static void combine_eval_avx512(uint32_t *restrict c, uint32_t *restrict r, const uint32_t *restrict mono,
-                                       const uint32_t *restrict mono_shoup, size_t n, uint32_t q) {
+// Each word of `c` and `r` is read before `even` and `odd` are written at that index, so the outputs may be the
+// inputs themselves (the split in place) or other buffers (the last split, straight into the leaves).
+AVX512 static void combine_eval_avx512(uint32_t *even, uint32_t *odd, const uint32_t *c, const uint32_t *r,
+                                       const uint32_t *restrict mono, const uint32_t *restrict mono_shoup, size_t n,
+                                       uint32_t q) {
     const __m512i vq = _mm512_set1_epi32((int)q);
     for (size_t j = 0; j < n; j += 16) {
         const __m512i cv = _mm512_loadu_si512(c + j), rv = _mm512_loadu_si512(r + j);
-        _mm512_storeu_si512(c + j, vmin_sub(_mm512_add_epi32(cv, rv), vq));
         const __m512i d = vmin_sub(_mm512_sub_epi32(_mm512_add_epi32(cv, vq), rv), vq);
         const __m512i o = vmul_shoup_lazy(d, _mm512_loadu_si512(mono + j), _mm512_loadu_si512(mono_shoup + j), vq);
-        _mm512_storeu_si512(r + j, vmin_sub(o, vq));
+        _mm512_storeu_si512(even + j, vmin_sub(_mm512_add_epi32(cv, rv), vq));
+        _mm512_storeu_si512(odd + j, vmin_sub(o, vq));
     }
 }
 
@@ -419,14 +422,14 @@ void cv_galois_keyswitch32_eval(uint32_t *out, const uint32_t *in, const uint32_
     }
 }
 
-void cv_expand_combine32_eval(uint32_t *c, uint32_t *r, size_t n, size_t l, const uint32_t *moduli,
-                              const uint32_t *mono, const uint32_t *mono_shoup) {
-    void (*combine)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, size_t, uint32_t) =
-        CV_PICK(combine_eval);
+void cv_expand_combine32_eval(uint32_t *even, uint32_t *odd, const uint32_t *c, const uint32_t *r, size_t n, size_t l,
+                              const uint32_t *moduli, const uint32_t *mono, const uint32_t *mono_shoup) {
+    void (*combine)(uint32_t *, uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *, const uint32_t *,
+                    size_t, uint32_t) = CV_PICK(combine_eval);
     for (size_t poly = 0; poly < 2; poly++) {
         for (size_t row = 0; row < l; row++) {
             const size_t o = (poly * l + row) * n;
-            combine(c + o, r + o, mono + row * n, mono_shoup + row * n, n, moduli[row]);
+            combine(even + o, odd + o, c + o, r + o, mono + row * n, mono_shoup + row * n, n, moduli[row]);
         }
     }
 }

@@ -255,10 +255,19 @@ struct KernelTests {
         for shift in [1, 2, 64, n / 2] {
             let outputs = try Self.atEveryLevel { () -> Bool in
                 var even = [UInt32](repeating: 0, count: kernel.ciphertextWords), odd = even
-                var evenEval = inputEval, oddEval = other
                 kernel.combine(even: &even, odd: &odd, c: input, r: otherCoeff, shift: shift)
-                try kernel.combineEvaluation(evenInPlaceOf: &evenEval, oddInPlaceOf: &oddEval, shift: shift)
+                // In place (the tree's inner splits) and into other buffers (its last split, into the leaves).
+                var evenEval = inputEval, oddEval = other
+                try evenEval.withUnsafeMutableBufferPointer { e in
+                    try oddEval.withUnsafeMutableBufferPointer { o in
+                        try kernel.combineEvaluation(even: e.baseAddress!, odd: o.baseAddress!, c: e.baseAddress!,
+                                                     r: o.baseAddress!, shift: shift)
+                    }
+                }
+                var evenOut = [UInt32](repeating: 0, count: kernel.ciphertextWords), oddOut = evenOut
+                try kernel.combineEvaluation(even: &evenOut, odd: &oddOut, c: inputEval, r: other, shift: shift)
                 return transformed(even) == evenEval && transformed(odd) == oddEval
+                    && evenOut == evenEval && oddOut == oddEval
             }
             #expect(outputs.allSatisfy { $0 }, "shift \(shift)")
         }

@@ -182,17 +182,17 @@ public final class NarrowKeySwitch: @unchecked Sendable {
         }
     }
 
-    /// `combine` on evaluation-form words (fully reduced in and out), in place: `c` becomes the even half and `r`
-    /// the odd one, so the split writes only the buffers the key switch has just touched. `shift` a power of two
-    /// below the degree.
-    public func combineEvaluation(evenInPlaceOf c: UnsafeMutablePointer<UInt32>, oddInPlaceOf r: UnsafeMutablePointer<UInt32>,
-                                  shift: Int) throws {
+    /// `combine` on evaluation-form words (fully reduced in and out). `even` may be `c` and `odd` may be `r`: the
+    /// split in place writes only the buffers the key switch has just touched, and the tree's last split writes
+    /// straight into its leaves. `shift` a power of two below the degree.
+    public func combineEvaluation(even: UnsafeMutablePointer<UInt32>, odd: UnsafeMutablePointer<UInt32>,
+                                  c: UnsafePointer<UInt32>, r: UnsafePointer<UInt32>, shift: Int) throws {
         guard let table = monomials[shift] else { throw HEError.incompatibleOperands("monomial shift \(shift)") }
         let half = rows * degree
         moduli.withUnsafeBufferPointer { m in
             table.withUnsafeBufferPointer { t in
                 guard let base = t.baseAddress else { return }
-                cv_expand_combine32_eval(c, r, degree, rows, m.baseAddress, base, base + half)
+                cv_expand_combine32_eval(even, odd, c, r, degree, rows, m.baseAddress, base, base + half)
             }
         }
     }

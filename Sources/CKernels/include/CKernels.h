@@ -136,11 +136,11 @@ void cv_galois_keyswitch32_eval(uint32_t *out, const uint32_t *in, const uint32_
                                 const cv_keyswitch_params *pp, const uint32_t *const *key, size_t key_rows,
                                 uint32_t *scratch32);
 
-/// `cv_expand_combine32` on evaluation-form words, in place: `c` becomes the even half, `r` the odd one.
-/// `mono`/`mono_shoup` hold the transform of `x^{−shift}` per row (`l` rows of `n`) and its Shoup quotients;
-/// outputs fully reduced.
-void cv_expand_combine32_eval(uint32_t *c, uint32_t *r, size_t n, size_t l, const uint32_t *moduli,
-                              const uint32_t *mono, const uint32_t *mono_shoup);
+/// `cv_expand_combine32` on evaluation-form words: `even = c + r`, `odd = (c − r) · x^{−shift}`; `even` may be
+/// `c` and `odd` may be `r` (the split in place). `mono`/`mono_shoup` hold the transform of `x^{−shift}` per row
+/// (`l` rows of `n`) and its Shoup quotients; outputs fully reduced.
+void cv_expand_combine32_eval(uint32_t *even, uint32_t *odd, const uint32_t *c, const uint32_t *r, size_t n, size_t l,
+                              const uint32_t *moduli, const uint32_t *mono, const uint32_t *mono_shoup);
 
 /// One expansion split: `even = c + r`, `odd = (c − r) · x^{−shift}` (negacyclic), for 2 polynomials × `l` rows
 /// of `n` words in coefficient form, `0 < shift < n`.

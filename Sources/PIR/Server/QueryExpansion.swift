@@ -120,6 +120,13 @@ public struct QueryExpansion: Sendable {
             }
             return
         }
+        if count == 2, level >= height {
+            // The last split: both halves are leaves as they are, written straight into the output.
+            let rotated = try rotateNarrow(even, level: level, kernel: kernel, scratch: scratch, evaluation: evaluation)
+            try combineNarrow(even: output.leaf(slot), odd: output.leaf(slot + slotStride), c: even, r: rotated,
+                              level: level, kernel: kernel, evaluation: evaluation)
+            return
+        }
         let second = count / 2
         let first = count - second
         var odd = try splitNarrow(&even, level: level, kernel: kernel, scratch: scratch, evaluation: evaluation)
@@ -151,11 +158,34 @@ public struct QueryExpansion: Sendable {
     /// Splits `c` into its even half (in place) and its odd half (returned).
     private func splitNarrow(_ c: inout [UInt32], level: Int, kernel: NarrowKeySwitch,
                              scratch: NarrowKeySwitch.Scratch, evaluation: Bool) throws -> [UInt32] {
+        var rotated = try rotateNarrow(c, level: level, kernel: kernel, scratch: scratch, evaluation: evaluation)
+        if evaluation {
+            // In place: `c` becomes the even half and `rotated` the odd one.
+            try c.withUnsafeMutableBufferPointer { cp in
+                try rotated.withUnsafeMutableBufferPointer { rp in
+                    guard let cb = cp.baseAddress, let rb = rp.baseAddress else { return }
+                    try combineNarrow(even: cb, odd: rb, c: cb, r: rb, level: level, kernel: kernel, evaluation: true)
+                }
+            }
+            return rotated
+        }
+        var even = Self.uninitializedWords(kernel.ciphertextWords)
+        var odd = Self.uninitializedWords(kernel.ciphertextWords)
+        try even.withUnsafeMutableBufferPointer { ep in
+            try odd.withUnsafeMutableBufferPointer { op in
+                guard let eb = ep.baseAddress, let ob = op.baseAddress else { return }
+                try combineNarrow(even: eb, odd: ob, c: c, r: rotated, level: level, kernel: kernel, evaluation: false)
+            }
+        }
+        c = even
+        return odd
+    }
+
+    /// σ(c) key-switched for level `level` (repeated when the key holds only a smaller element).
+    private func rotateNarrow(_ c: [UInt32], level: Int, kernel: NarrowKeySwitch, scratch: NarrowKeySwitch.Scratch,
+                              evaluation: Bool) throws -> [UInt32] {
         let (g, repetitions) = try plan(level: level)
         guard let key = evaluationKey.galoisKeys[g] else { throw PIRError.missingEvaluationKey("Galois key \(g)") }
-        let words = kernel.ciphertextWords
-        // Every word of these buffers is written by the kernels before it is read.
-        func uninitialized() -> [UInt32] { [UInt32](unsafeUninitializedCapacity: words) { _, count in count = words } }
         func switchKey(_ source: [UInt32], into target: inout [UInt32]) throws {
             try source.withUnsafeBufferPointer { src in
                 try target.withUnsafeMutableBufferPointer { dst in
@@ -168,41 +198,34 @@ public struct QueryExpansion: Sendable {
                 }
             }
         }
-        // σ(c) key-switched (repeated when the key holds only a smaller element) into what becomes the odd half.
-        var rotated = uninitialized()
+        var rotated = Self.uninitializedWords(kernel.ciphertextWords)
         try switchKey(c, into: &rotated)
         if repetitions > 1 {
-            var spare = uninitialized()
+            var spare = Self.uninitializedWords(kernel.ciphertextWords)
             for _ in 1..<repetitions {
                 try switchKey(rotated, into: &spare)
                 swap(&rotated, &spare)
             }
         }
+        return rotated
+    }
+
+    /// A split's halves from `c` and its rotation `r`: `even = c + r`, `odd = (c − r)·x^{−2^(level−1)}`; in
+    /// evaluation form `even` may be `c` and `odd` may be `r`.
+    private func combineNarrow(even: UnsafeMutablePointer<UInt32>, odd: UnsafeMutablePointer<UInt32>,
+                               c: UnsafePointer<UInt32>, r: UnsafePointer<UInt32>, level: Int, kernel: NarrowKeySwitch,
+                               evaluation: Bool) throws {
         let shift = 1 << (level - 1)
         if evaluation {
-            try c.withUnsafeMutableBufferPointer { cp in
-                try rotated.withUnsafeMutableBufferPointer { rp in
-                    guard let cb = cp.baseAddress, let rb = rp.baseAddress else { return }
-                    try kernel.combineEvaluation(evenInPlaceOf: cb, oddInPlaceOf: rb, shift: shift)
-                }
-            }
-            return rotated
+            try kernel.combineEvaluation(even: even, odd: odd, c: c, r: r, shift: shift)
+        } else {
+            kernel.combine(even: even, odd: odd, c: c, r: r, shift: shift)
         }
-        var even = uninitialized()
-        var odd = uninitialized()
-        c.withUnsafeBufferPointer { cp in
-            rotated.withUnsafeBufferPointer { rp in
-                even.withUnsafeMutableBufferPointer { ep in
-                    odd.withUnsafeMutableBufferPointer { op in
-                        guard let cb = cp.baseAddress, let rb = rp.baseAddress, let eb = ep.baseAddress,
-                              let ob = op.baseAddress else { return }
-                        kernel.combine(even: eb, odd: ob, c: cb, r: rb, shift: shift)
-                    }
-                }
-            }
-        }
-        c = even
-        return odd
+    }
+
+    /// A buffer of `count` words, every one of which the kernels write before it is read.
+    private static func uninitializedWords(_ count: Int) -> [UInt32] {
+        [UInt32](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
     }
 
     private func expand(_ c: Ciphertext, count: Int, level: Int, height: Int, threads: Int) throws -> [Ciphertext] {
