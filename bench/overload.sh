@@ -45,11 +45,11 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 # The phone's p99 during the flood guards against the service falling over and the phone starving: with the fair
-# gate, this machine measured 3.2-5.1 s on the debug build pinned (once 10.3 s), and with fresh identities served first
-# 2.6 s (1.4-2.1 s on the release build), against 6.8-21.5 s before the gate; the bound is 12 s (OVERLOAD_P99_LIMIT),
-# above the worst seen.
+# gate and fresh identities served first this machine measured 1.8-2.6 s on the debug build (1.1-2.1 s release), and
+# since oversized uploads are no longer read to their end 1.4 s (0.8-0.9 s release), against 6.8-21.5 s before the
+# gate; the bound is 6 s (OVERLOAD_P99_LIMIT), four times the debug figure for a slower or busier CI machine.
 "${client_pin[@]}" "$bench_bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" \
-  --p99-limit "${OVERLOAD_P99_LIMIT:-12}" "$@"
+  --p99-limit "${OVERLOAD_P99_LIMIT:-6}" "$@"
 # The relay-facing doors: the TLS and h2c listeners and the gateway path under silent sockets, half handshakes and
 # trickled bodies, with a phone checking every answer through the gateway (bench/overload-doors.sh).
 kill "$pid" 2>/dev/null || true

@@ -45,6 +45,25 @@ public final class RawConnection: @unchecked Sendable {
         }
     }
 
+    /// Sends filler bytes as fast as the peer takes them for `seconds` (or until it closes); returns how many it took.
+    public func sendAsAccepted(seconds: Double) async -> Int {
+        await offPool {
+            let chunk = [UInt8](repeating: 0x5A, count: 1 << 16)
+            var total = 0
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                var poller = pollfd(fd: self.fd, events: Int16(POLLOUT), revents: 0)
+                guard poll(&poller, 1, Int32(max(deadline.timeIntervalSinceNow * 1000, 1))) > 0 else { continue }
+                if poller.revents & Int16(POLLERR | POLLHUP) != 0 { break }
+                let n = chunk.withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                if n < 0, errno == EAGAIN || errno == EWOULDBLOCK { continue }
+                guard n > 0 else { break }
+                total += n
+            }
+            return total
+        }
+    }
+
     /// Reads what arrives within `seconds`: the bytes, and whether the peer closed the connection. It waits on a
     /// Dispatch thread, so a test's wait never takes a thread of the concurrency pool the server under test needs.
     /// With `until`, it returns as soon as what arrived contains that text.

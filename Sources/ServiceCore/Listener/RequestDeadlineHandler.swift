@@ -9,7 +9,10 @@ import NIOHTTPTypes
 /// refusal on the headers, an unknown route) closes the HTTP/2 stream once written. An HTTP/1.1 connection lingers
 /// instead, reading and discarding the rest of the body (closing at once would reset a socket with unread bytes, and
 /// the client could lose the response it has not read yet): it closes when no byte arrives for `linger` or the
-/// request timeout passes, and serves its next request if the body ends first.
+/// request timeout passes, and serves its next request if the body ends first. A remainder larger than
+/// `discardBudget` (declared, or unknown) is not read: the connection stops reading once the budget is spent and
+/// closes `linger` later, so a flood of oversized uploads costs its headers and a bounded read, not a copy of every
+/// byte it sends.
 package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     package typealias InboundIn = HTTPRequestPart
     package typealias InboundOut = HTTPRequestPart
@@ -23,8 +26,17 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
     private var inRequest = false
     private var bodyEnded = true
     private var lingerDeadline: NIODeadline?
+    /// The current request's declared body length, and the body bytes read so far.
+    private var declaredLength: Int?
+    private var received = 0
+    /// Body bytes this lingering connection may still read before it stops reading (nil: no bound, it keeps alive).
+    private var discardLeft: Int?
+    private var readsStopped = false
     /// How long a lingering HTTP/1.1 connection waits for the next byte of a body it answered early.
     package static let linger = TimeAmount.seconds(2)
+    /// The most body bytes an HTTP/1.1 connection reads and discards after answering early: a remainder beyond it
+    /// (or of unknown length) closes the connection instead.
+    package static let discardBudget = 1 << 20
 
     package init(timeout: TimeAmount, connectionGuard: ConnectionGuard? = nil, onTimeout: @escaping @Sendable () -> Void = {}) {
         self.timeout = timeout
@@ -41,8 +53,10 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head:
+        case .head(let request):
             bodyEnded = false
+            declaredLength = request.headerFields[.contentLength].flatMap { Int($0) }
+            received = 0
             if !inRequest {
                 inRequest = true
                 connectionGuard?.requestStarted(on: context.channel)
@@ -52,14 +66,28 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
             if lingerDeadline != nil {
                 // The early-answered body is complete: the connection serves its next request as usual.
                 lingerDeadline = nil
+                discardLeft = nil
                 arm(context)
                 context.fireChannelRead(data)
                 return
             }
             disarm()
-        case .body:
+        case .body(let bytes):
+            received += bytes.readableBytes
             if let lingerDeadline {
                 // Discarded here: nothing above reads the body of a request already answered.
+                if let left = discardLeft {
+                    let remaining = left - bytes.readableBytes
+                    discardLeft = remaining
+                    if remaining <= 0 {
+                        // The budget is spent: read no more, and close once the client has had `linger` to read
+                        // its answer (a client that reads while it sends, as HTTP clients do for an early error
+                        // answer, has stopped sending and closed by then).
+                        readsStopped = true
+                        arm(context, in: Self.linger)
+                        return
+                    }
+                }
                 armLinger(context, until: lingerDeadline)
                 return
             }
@@ -69,7 +97,12 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
 
     package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(let response): connectionGuard?.responded(on: context.channel, status: response.status.code)
+        case .head(let response):
+            connectionGuard?.responded(on: context.channel, status: response.status.code)
+            if !bodyEnded, !ConnectionGuard.isStream(context.channel), Self.closes(declared: declaredLength, received: received) {
+                // Too much left to read and discard: the connection reads at most the budget more, then closes.
+                discardLeft = Self.discardBudget
+            }
         case .end:
             arm(context)
             endRequest(context)
@@ -89,6 +122,19 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
         case .body: break
         }
         context.write(data, promise: promise)
+    }
+
+    package func read(context: ChannelHandlerContext) {
+        // A connection past its discard budget reads nothing more: the client's bytes stay in the kernel until the
+        // close.
+        if !readsStopped { context.read() }
+    }
+
+    /// Whether an early answer closes the connection rather than reading the rest of the body: more than
+    /// `discardBudget` bytes declared and not yet received, or a body of unknown length.
+    package static func closes(declared: Int?, received: Int) -> Bool {
+        guard let declared else { return true }
+        return declared - received > discardBudget
     }
 
     package func channelInactive(context: ChannelHandlerContext) {

@@ -97,6 +97,24 @@ struct ListenerLimitsTests {
         await server.stop()
     }
 
+    @Test("An upload refused on its headers that keeps sending is read at most the discard budget further, then closed: a flood of large bodies is not copied in")
+    func oversizedUploadIsNotRead() async throws {
+        let server = try await Self.start { $0.privacyPass = .init(enabled: false) }
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let connection = try RawConnection(port: port)
+        connection.send("POST /key HTTP/1.1\r\nHost: x\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\nUser-Identifier: u1\r\n"
+            + "Content-Length: \(1 << 30)\r\n\r\n")
+        let (answer, _) = await connection.read(seconds: 5, until: "\r\n\r\n")
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 413"), "\(String(decoding: answer.prefix(200), as: UTF8.self))")
+        // Reading on would take every byte the client sends (hundreds of MiB in these seconds on loopback); the
+        // connection takes the budget, what the two sockets' buffers hold, and no more.
+        let accepted = await connection.sendAsAccepted(seconds: 3)
+        #expect(accepted < RequestDeadlineHandler.discardBudget + (24 << 20), "the server took \(accepted >> 20) MiB")
+        let (_, closed) = await connection.read(seconds: 5)
+        #expect(closed, "the connection stayed open")
+        await server.stop()
+    }
+
     @Test("Connections beyond the cap wait until one closes (the cap held by clients that were answered, idle for the timeout)")
     func connectionCap() async throws {
         let server = try await Self.start { $0.http?.maxConnections = 2; $0.http?.requestTimeoutSeconds = 3 }

@@ -43,7 +43,7 @@ struct OverloadCommand: AsyncParsableCommand {
     /// uploads were read, and 232 to 305 MiB since they are refused from their declared length. The bound catches
     /// growth that no limit holds; it does not measure the service's footprint.
     @Option(help: "Bound on the server's RSS, MiB.") var rssLimit = 2048
-    @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 15.0
+    @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 6.0
     @Option(help: "Seconds after the flood within which the phone must be back to baseline latency.") var recoveryLimit = 10.0
     @Option(help: "Write the phone's lookups (start and latency in seconds from its start, retries) to this CSV file.")
     var timeline: String?
