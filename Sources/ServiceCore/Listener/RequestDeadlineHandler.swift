@@ -9,10 +9,10 @@ import NIOHTTPTypes
 /// refusal on the headers, an unknown route) closes the HTTP/2 stream once written. An HTTP/1.1 connection lingers
 /// instead, reading and discarding the rest of the body (closing at once would reset a socket with unread bytes, and
 /// the client could lose the response it has not read yet): it closes when no byte arrives for `linger` or the
-/// request timeout passes, and serves its next request if the body ends first. A remainder larger than
-/// `discardBudget` (declared, or unknown) is not read: the connection stops reading once the budget is spent and
-/// closes `linger` later, so a flood of oversized uploads costs its headers and a bounded read, not a copy of every
-/// byte it sends.
+/// request timeout passes, and serves its next request if the body ends first. Past `discardBudget` of such a body
+/// the connection reads once per `tarpitInterval` (a few MiB a second) instead of as fast as the client sends: a
+/// client still gets its answer once its body is sent, and a flood of oversized uploads costs a trickle of reads,
+/// not a copy of every byte it sends at full speed.
 package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     package typealias InboundIn = HTTPRequestPart
     package typealias InboundOut = HTTPRequestPart
@@ -29,14 +29,18 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
     /// The current request's declared body length, and the body bytes read so far.
     private var declaredLength: Int?
     private var received = 0
-    /// Body bytes this lingering connection may still read before it stops reading (nil: no bound, it keeps alive).
+    /// Body bytes this lingering connection may still read at full speed (nil: no bound).
     private var discardLeft: Int?
-    private var readsStopped = false
+    /// Whether reads are spaced by `tarpitInterval`, and the next one when it is scheduled.
+    private var tarpit = false
+    private var spacedRead: Scheduled<Void>?
     /// How long a lingering HTTP/1.1 connection waits for the next byte of a body it answered early.
     package static let linger = TimeAmount.seconds(2)
-    /// The most body bytes an HTTP/1.1 connection reads and discards after answering early: a remainder beyond it
-    /// (or of unknown length) closes the connection instead.
+    /// The body bytes an HTTP/1.1 connection reads and discards at full speed after answering early.
     package static let discardBudget = 1 << 20
+    /// The pause between reads of a lingering connection past its discard budget (one read takes what the socket
+    /// holds, up to a few hundred KiB).
+    package static let tarpitInterval = TimeAmount.milliseconds(50)
 
     package init(timeout: TimeAmount, connectionGuard: ConnectionGuard? = nil, onTimeout: @escaping @Sendable () -> Void = {}) {
         self.timeout = timeout
@@ -47,6 +51,8 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
     package func handlerAdded(context: ChannelHandlerContext) { arm(context) }
 
     package func handlerRemoved(context: ChannelHandlerContext) {
+        spacedRead?.cancel()
+        spacedRead = nil
         disarm()
         endRequest(context)
     }
@@ -67,6 +73,7 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
                 // The early-answered body is complete: the connection serves its next request as usual.
                 lingerDeadline = nil
                 discardLeft = nil
+                tarpit = false
                 arm(context)
                 context.fireChannelRead(data)
                 return
@@ -79,14 +86,8 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
                 if let left = discardLeft {
                     let remaining = left - bytes.readableBytes
                     discardLeft = remaining
-                    if remaining <= 0 {
-                        // The budget is spent: read no more, and close once the client has had `linger` to read
-                        // its answer (a client that reads while it sends, as HTTP clients do for an early error
-                        // answer, has stopped sending and closed by then).
-                        readsStopped = true
-                        arm(context, in: Self.linger)
-                        return
-                    }
+                    // The budget is spent: the rest is read a little at a time, until it ends or the deadline.
+                    if remaining <= 0 { tarpit = true }
                 }
                 armLinger(context, until: lingerDeadline)
                 return
@@ -99,8 +100,8 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
         switch unwrapOutboundIn(data) {
         case .head(let response):
             connectionGuard?.responded(on: context.channel, status: response.status.code)
-            if !bodyEnded, !ConnectionGuard.isStream(context.channel), Self.closes(declared: declaredLength, received: received) {
-                // Too much left to read and discard: the connection reads at most the budget more, then closes.
+            if !bodyEnded, !ConnectionGuard.isStream(context.channel), Self.tarpits(declared: declaredLength, received: received) {
+                // Too much left to read and discard at full speed: the budget, then a trickle.
                 discardLeft = Self.discardBudget
             }
         case .end:
@@ -125,19 +126,29 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
     }
 
     package func read(context: ChannelHandlerContext) {
-        // A connection past its discard budget reads nothing more: the client's bytes stay in the kernel until the
-        // close.
-        if !readsStopped { context.read() }
+        guard tarpit else {
+            context.read()
+            return
+        }
+        // Past the discard budget: one read per interval, the client's other bytes waiting in the kernel.
+        guard spacedRead == nil else { return }
+        let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        spacedRead = context.eventLoop.scheduleTask(in: Self.tarpitInterval) {
+            loopBound.value.handler.spacedRead = nil
+            loopBound.value.context.read()
+        }
     }
 
-    /// Whether an early answer closes the connection rather than reading the rest of the body: more than
-    /// `discardBudget` bytes declared and not yet received, or a body of unknown length.
-    package static func closes(declared: Int?, received: Int) -> Bool {
+    /// Whether an early answer reads the rest of the body slowly: more than `discardBudget` bytes declared and not
+    /// yet received, or a body of unknown length.
+    package static func tarpits(declared: Int?, received: Int) -> Bool {
         guard let declared else { return true }
         return declared - received > discardBudget
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
+        spacedRead?.cancel()
+        spacedRead = nil
         disarm()
         endRequest(context)
         context.fireChannelInactive()
