@@ -31,9 +31,10 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
     private var received = 0
     /// Body bytes this lingering connection may still read at full speed (nil: no bound).
     private var discardLeft: Int?
-    /// Whether reads are spaced by `tarpitInterval`, and the next one when it is scheduled.
-    private var tarpit = false
+    /// The next read of a connection past its budget, when one is scheduled.
     private var spacedRead: Scheduled<Void>?
+    /// Whether reads are spaced by `tarpitInterval`: the budget is spent.
+    private var tarpit: Bool { (discardLeft ?? 1) <= 0 }
     /// How long a lingering HTTP/1.1 connection waits for the next byte of a body it answered early.
     package static let linger = TimeAmount.seconds(2)
     /// The body bytes an HTTP/1.1 connection reads and discards at full speed after answering early.
@@ -51,8 +52,7 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
     package func handlerAdded(context: ChannelHandlerContext) { arm(context) }
 
     package func handlerRemoved(context: ChannelHandlerContext) {
-        spacedRead?.cancel()
-        spacedRead = nil
+        cancelSpacedRead()
         disarm()
         endRequest(context)
     }
@@ -73,7 +73,6 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
                 // The early-answered body is complete: the connection serves its next request as usual.
                 lingerDeadline = nil
                 discardLeft = nil
-                tarpit = false
                 arm(context)
                 context.fireChannelRead(data)
                 return
@@ -83,12 +82,8 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
             received += bytes.readableBytes
             if let lingerDeadline {
                 // Discarded here: nothing above reads the body of a request already answered.
-                if let left = discardLeft {
-                    let remaining = left - bytes.readableBytes
-                    discardLeft = remaining
-                    // The budget is spent: the rest is read a little at a time, until it ends or the deadline.
-                    if remaining <= 0 { tarpit = true }
-                }
+                // Once the budget is spent, the rest is read a little at a time, until it ends or the deadline.
+                if let left = discardLeft { discardLeft = left - bytes.readableBytes }
                 armLinger(context, until: lingerDeadline)
                 return
             }
@@ -147,11 +142,15 @@ package final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
-        spacedRead?.cancel()
-        spacedRead = nil
+        cancelSpacedRead()
         disarm()
         endRequest(context)
         context.fireChannelInactive()
+    }
+
+    private func cancelSpacedRead() {
+        spacedRead?.cancel()
+        spacedRead = nil
     }
 
     private func endRequest(_ context: ChannelHandlerContext) {
