@@ -36,6 +36,7 @@ def parse():
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--path", default="/queries")
     p.add_argument("--label", default="")
+    p.add_argument("--header", action="append", default=[], help="fill: NAME:VALUE added to every stream's headers")
     return p.parse_args()
 
 
@@ -169,7 +170,8 @@ def fill(args):
         stream = conn.get_next_available_stream_id()
         conn.send_headers(stream, [(":method", "POST"), (":scheme", "https" if args.protocol == "tls" else "http"),
                                    (":authority", "localhost"), (":path", args.path), ("content-type", "message/ohttp-req"),
-                                   ("content-length", str(args.stream_bytes)), ("user-agent", "hostile")])
+                                   ("content-length", str(args.stream_bytes)), ("user-agent", "hostile")]
+                          + [tuple(h.lower().split(":", 1)) if ":" in h else (h.lower(), "") for h in args.header])
         pending[stream] = args.stream_bytes - 1
     sock.sendall(conn.data_to_send())
     statuses = {}

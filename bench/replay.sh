@@ -10,7 +10,10 @@
 # (60), REPLAY_LOAD (0.7), REPLAY_RATE (calls/s; skips the capacity run), REPLAY_CONNECTIONS (4), REPLAY_CALLERS
 # closed-loop callers (16), REPLAY_BUILD (release), REPLAY_SERVER_CPUS (1), REPLAY_CLIENT_CPUS (0), REPLAY_DIR (a
 # temporary directory; give one to keep the workload), REPLAY_PORT (18643), REPLAY_SERVER_BIN and REPLAY_BENCH_BIN
-# (binaries to use instead of building: another commit's server, side by side).
+# (binaries to use instead of building: another commit's server, side by side). REPLAY_FLOOD (e.g. 4) adds, after the
+# load run, REPLAY_FLOOD_SECONDS (60) at that multiple of the capacity, then REPLAY_AFTER_SECONDS (20) at the load's
+# rate again, and prints how soon after the flood the calls' p99 was back to the load run's. REPLAY_ADMISSION_WAIT_MS
+# sets http.maxAdmissionWaitMilliseconds.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -50,15 +53,17 @@ if [ ! -f "$work/dataset/identities.csv" ]; then
   "$bin" process-db --input "$work/dataset/identity.binpb" --output "$work/dataset/identity" > /dev/null 2>&1
   "$python" scripts/ohttp-client.py make-cert "$work" > /dev/null
 fi
-"$python" - "$work" "$admin" "$cache" <<'PY'
+"$python" - "$work" "$admin" "$cache" "${REPLAY_ADMISSION_WAIT_MS:-}" <<'PY'
 import json, sys
-work, admin, cache = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+work, admin, cache, wait = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 config = json.load(open("cluster/demo/service-config.json"))
 for u in config["usecases"]:
     u["fileStem"] = f"{work}/dataset/{u['fileStem']}"
 config["keys"].update({"database": f"{work}/server/keys.sqlite", "cacheMegabytes": cache})
 config["privacyPass"] = {"keyDirectory": f"{work}/server/issuer-keys", "nonceDatabase": f"{work}/server/nonces.sqlite"}
 config["http"] = {"protocol": "tls", "tlsCertificateFile": f"{work}/cert.pem", "tlsKeyFile": f"{work}/key.pem", "adminPort": admin}
+if wait:
+    config["http"]["maxAdmissionWaitMilliseconds"] = int(wait)
 config["gateway"] = {"keyDirectory": f"{work}/server/gateway-keys"}
 json.dump(config, open(f"{work}/service-config.json", "w"), indent=1)
 PY
@@ -95,3 +100,13 @@ fi
 "${wl[@]}" replay "${target[@]}" --rate "$rate" --duration "$seconds" --label load "${metrics[@]}"
 echo "server RSS: $(awk '/VmRSS|VmHWM/ {printf "%s %d MiB  ", $1, $2/1024}' /proc/$server/status)"
 "${wl[@]}" check --dir "$work/workload" --label load
+if [ -n "${REPLAY_FLOOD:-}" ]; then
+  capacity=$(python3 -c "import json; print(json.load(open('$work/workload/results-capacity.json'))['goodput'])")
+  flood_rate=$(python3 -c "print(round($capacity * ${REPLAY_FLOOD}, 2))")
+  target_p99=$(python3 -c "import json; print(round(json.load(open('$work/workload/results-load.json'))['callP99'] * 1000, 1))")
+  echo "flood: ${REPLAY_FLOOD}× the capacity, $flood_rate calls/s for ${REPLAY_FLOOD_SECONDS:-60} s, then $rate calls/s (load p99 $target_p99 ms)"
+  "${wl[@]}" replay "${target[@]}" --rate "$flood_rate" --duration "${REPLAY_FLOOD_SECONDS:-60}" --after-rate "$rate" \
+    --after-seconds "${REPLAY_AFTER_SECONDS:-20}" --recovered-p99 "$target_p99" --label flood "${metrics[@]}"
+  echo "server RSS: $(awk '/VmRSS|VmHWM/ {printf "%s %d MiB  ", $1, $2/1024}' /proc/$server/status)"
+  "${wl[@]}" check --dir "$work/workload" --label flood
+fi

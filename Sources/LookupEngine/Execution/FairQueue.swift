@@ -5,6 +5,8 @@ import DequeModule
 /// had nothing queued is *fresh*, as a new flow is in FQ-CoDel: its first `freshTurns` jobs are served before the
 /// rotation's, alternating with it while the rotation has owners waiting, so a phone asking now and then waits for
 /// about one job, not one job of every flooding owner, and backlogged owners still get at least every other turn.
+/// Fresh owners are served in arrival order, each one's fresh turns together: a phone's lookup is two requests, and
+/// the second is worth nothing without the first, so it does not wait for a round of every other phone's.
 /// When the queue is full, a newcomer can push out the newest job of the owner holding the most, if that owner holds
 /// more than the newcomer would.
 package struct FairQueue<Element> {
@@ -34,9 +36,9 @@ package struct FairQueue<Element> {
         count += 1
     }
 
-    /// The next job: a fresh owner's oldest (every other turn while the rotation has owners waiting), else the
-    /// rotation's next owner's oldest. An owner with more queued goes to the back of the fresh while it has fresh
-    /// turns left, then to the back of the rotation.
+    /// The next job: the first fresh owner's oldest (every other turn while the rotation has owners waiting), else
+    /// the rotation's next owner's oldest. A fresh owner with more queued stays first while it has fresh turns left,
+    /// then goes to the back of the rotation.
     package mutating func popFirst() -> Element? {
         let takeFresh = !fresh.isEmpty && (rotation.isEmpty || !servedFresh)
         guard let owner = takeFresh ? fresh.first : rotation.popFirst(), var queue = queues.removeValue(forKey: owner),
@@ -47,13 +49,12 @@ package struct FairQueue<Element> {
         count -= 1
         if takeFresh {
             let left = freshLeft[owner, default: 1] - 1
-            fresh.removeFirst()
             if queue.isEmpty || left == 0 {
+                fresh.removeFirst()
                 freshLeft.removeValue(forKey: owner)
                 if !queue.isEmpty { rotation.append(owner) }
             } else {
                 freshLeft[owner] = left
-                fresh.append(owner)
             }
         } else if !queue.isEmpty {
             rotation.append(owner)
@@ -65,22 +66,29 @@ package struct FairQueue<Element> {
     /// Whether `owner` has an element queued.
     package func has(_ owner: String) -> Bool { queues[owner] != nil }
 
-    /// How many queued elements would be served before one `owner` appends now, at most: its own, and from every
-    /// other owner at most one more than `owner` has queued (the rotation serves owners in turn). An element that
-    /// would still be among its owner's fresh turns waits instead for the fresh jobs ahead of it, each followed by at
-    /// most one of the rotation's.
+    /// Whether the element `owner` appends now would follow its queued ones among its fresh turns (the second request
+    /// of a phone's lookup, while the first waits).
+    package func continuesFreshTurns(of owner: String) -> Bool {
+        let mine = queues[owner]?.count ?? 0
+        return mine > 0 && (freshLeft[owner] ?? 0) > mine
+    }
+
+    /// How many queued elements would be served before one `owner` appends now, at most. An element that would be
+    /// among its owner's fresh turns waits for the fresh turns ahead of it (every fresh owner's before it, and its
+    /// own), each followed by at most one of the rotation's. Otherwise it waits in the rotation: for its own, and
+    /// from every other owner at most one more than `owner` has queued.
     package func ahead(of owner: String) -> Int {
         let mine = queues[owner]?.count ?? 0
-        let inTurn = queues.reduce(0) { sum, entry in sum + (entry.key == owner ? entry.value.count : min(entry.value.count, mine + 1)) }
         let left = mine == 0 ? Self.freshTurns : (freshLeft[owner] ?? 0)
-        guard left > mine else { return inTurn }
-        var freshAhead = 0
+        guard left > mine else {
+            return queues.reduce(0) { sum, entry in sum + (entry.key == owner ? entry.value.count : min(entry.value.count, mine + 1)) }
+        }
+        var freshAhead = mine
         for other in fresh {
             if other == owner { break }
             freshAhead += min(queues[other]?.count ?? 0, freshLeft[other] ?? 0)
         }
-        freshAhead += mine
-        return min(inTurn, freshAhead + min(freshAhead + 1, count - freshAhead))
+        return freshAhead + min(freshAhead + 1, count - freshAhead)
     }
 
     /// The newest element of the owner with the most queued, if it holds at least two more than `owner` does

@@ -12,6 +12,13 @@ package struct MeanHold: Sendable {
     /// No job yet.
     package init() {}
 
+    /// A mean already trusted, as if `trustedAfter` jobs had each held their slot for `mean` (tests that must not
+    /// depend on how long a sleep takes on a loaded machine).
+    package init(trusted mean: Duration) {
+        self.mean = mean
+        samples = Self.trustedAfter
+    }
+
     /// Counts one job that held its slot for `held`.
     package mutating func add(_ held: Duration) {
         mean = samples == 0 ? held : mean + (held - mean) * 0.2
@@ -21,9 +28,10 @@ package struct MeanHold: Sendable {
     /// The mean, once trusted.
     package var trusted: Duration? { samples >= Self.trustedAfter ? mean : nil }
 
-    /// How long an element `owner` appends now to `queue` would wait for one of `slots` slots: the elements ahead of
-    /// it served in turn, one mean hold each; nil until the mean is trusted.
-    package func wait<Element>(of owner: String, in queue: FairQueue<Element>, slots: Int) -> Duration? {
-        trusted.map { $0 * (Double(queue.ahead(of: owner) + 1) / Double(max(slots, 1))) }
+    /// How long an element `owner` appends now to `queue` would wait for one of `slots` slots (or, with `then`, the
+    /// element it appends that many after it): the elements ahead of it served in turn, one mean hold each; nil until
+    /// the mean is trusted.
+    package func wait<Element>(of owner: String, in queue: FairQueue<Element>, slots: Int, then: Int = 0) -> Duration? {
+        trusted.map { $0 * (Double(queue.ahead(of: owner) + then + 1) / Double(max(slots, 1))) }
     }
 }

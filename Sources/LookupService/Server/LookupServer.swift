@@ -110,9 +110,8 @@ public actor LookupServer {
         // four times its CPU (the hop, the key's read); two per slot held 2,000 replayed phones' p99 at 1 s. A
         // coordinator's workers are other processes, whose own pools queue fairly; its gate only bounds its own work.
         let slots = http.maxRequestsProcessing ?? (executorsShareKeyCache ? 4 * pool.width : 64)
-        // The wait allowed at the gate is the one allowed for compute unless set: a phone's turn comes after one of
-        // each other identity's, and refusing it sooner only makes it retry.
-        let maxWait = http.maxAdmissionWaitMilliseconds.map { Duration.milliseconds(Int64($0)) } ?? queueTimeout
+        // The gate's default wait unless set, never more than the compute queue's timeout.
+        let maxWait = http.maxAdmissionWaitMilliseconds.map { Duration.milliseconds(Int64($0)) } ?? min(queueTimeout, FairAdmission.Limits.defaultMaxWait)
         gate = FairAdmission(limits: .init(slots: slots, maxWait: maxWait), metrics: metrics)
         perUser = PerUserLimitMiddleware(limit: http.maxRequestsPerUser ?? 4)
         privacyPass = try PrivacyPassSetup(config: config, shared: shared, logger: logger)

@@ -5,9 +5,10 @@ import Synchronization
 /// requests are past it at once, and the rest wait, served round-robin by User-Identifier. Without it every admitted
 /// request shares the CPU with every other, so a few flooding identities with a handful of requests each stretched a
 /// phone's request to seconds; behind the gate the CPU is shared by `slots` requests and a phone waits for one
-/// turn of each other identity, not for their backlog. A request whose turn would come after `maxWait` (the turns
-/// ahead of it times the measured time a request holds its slot) is refused at once with 503 and `Retry-After`, as
-/// is one that finds the queue full with nobody to push out; one still waiting at `maxWait` is refused then.
+/// turn of each other identity, not for their backlog. A request whose turn would come after half of `maxWait`
+/// (the turns ahead of it times the measured time a request holds its slot) is refused at once with 503 and
+/// `Retry-After`, as is one that finds the queue full with nobody to push out; one still waiting at `maxWait` is
+/// refused then.
 public final class FairAdmission: Sendable {
     /// How many requests pass at once, how many wait, and for how long.
     public struct Limits: Sendable, Equatable {
@@ -18,9 +19,13 @@ public final class FairAdmission: Sendable {
         public var maxQueued: Int
         /// Longest wait for a slot.
         public var maxWait: Duration
+        /// The wait allowed unless configured: with the estimate at half of it, a lookup admitted under a flood is
+        /// answered within about a second, while a fresh phone waits for about one turn, so only a crowd or a
+        /// flood is refused.
+        public static let defaultMaxWait = Duration.milliseconds(750)
 
         /// Limits.
-        public init(slots: Int, maxQueued: Int = 256, maxWait: Duration = .milliseconds(500)) {
+        public init(slots: Int, maxQueued: Int = 256, maxWait: Duration = Self.defaultMaxWait) {
             self.slots = max(slots, 1)
             self.maxQueued = max(maxQueued, 0)
             self.maxWait = maxWait
@@ -29,7 +34,7 @@ public final class FairAdmission: Sendable {
 
     /// Why a request was refused at the gate (the `reason` label of `callveil_admission_refusals_total`).
     public enum Refusal: String, Sendable, CaseIterable {
-        /// Its turn would come after `maxWait`.
+        /// Its turn would come after half of `maxWait`.
         case estimate
         /// The queue was full and it was the newest of the identity waiting most.
         case full
@@ -45,17 +50,17 @@ public final class FairAdmission: Sendable {
     struct State {
         var queue = FairQueue<Waiter>()
         var inUse = 0
-        /// Slots held per owner.
-        var held: [String: Int] = [:]
         /// Mean time a request holds its slot.
         var hold = MeanHold()
         var refused: [Refusal: Int] = [:]
     }
 
-    /// A gate with `limits`; waits and refusals are recorded into `metrics`.
-    public init(limits: Limits, metrics: ServiceMetrics? = nil) {
+    /// A gate with `limits`, starting from `hold` as the time a request holds its slot (measured from its first
+    /// requests unless given); waits and refusals are recorded into `metrics`.
+    package init(limits: Limits, metrics: ServiceMetrics? = nil, hold: MeanHold = MeanHold()) {
         self.limits = limits
         self.metrics = metrics
+        state.withLock { $0.hold = hold }
     }
 
     /// Requests past the gate, waiting, refused so far by reason, and the mean time a request holds its slot once
@@ -64,9 +69,9 @@ public final class FairAdmission: Sendable {
         state.withLock { ($0.inUse, $0.queue.count, $0.refused, $0.hold.trusted) }
     }
 
-    /// Refuses `owner`'s request at once (503 with `Retry-After`) when its turn would come after `maxWait` now: the
-    /// same estimate as at the gate, made before the request's token is verified and its body read, so that a
-    /// flood's excess costs neither, and a phone refused under overload keeps its token.
+    /// Refuses `owner`'s request at once (503 with `Retry-After`) when its turn would come after half of `maxWait`
+    /// now: the same estimate as at the gate, made before the request's token is verified and its body read, so that
+    /// a flood's excess costs neither, and a phone refused under overload keeps its token.
     public func precheck(owner: String) throws {
         let refused = state.withLock { s -> Bool in
             guard s.inUse >= limits.slots || s.queue.count > 0, estimateExceeds(owner: owner, s) else { return false }
@@ -76,15 +81,19 @@ public final class FairAdmission: Sendable {
         if refused { throw Self.error(.estimate) }
     }
 
-    /// Whether `owner`'s turn, behind the turns ahead of it, would come after `maxWait`. Never for an owner with
-    /// nothing waiting or held (a phone asks one thing at a time): its turn comes after at most one of each other
-    /// owner's, so it waits, and only the wait itself (`maxWait`) or a full queue refuses it. False until the mean
-    /// hold is known.
+    /// Whether `owner`'s turn, behind the turns ahead of it, would come after half of `maxWait`: the estimate follows
+    /// the measured mean, so the queue it admits sits at its limit under a flood, and the other half absorbs the
+    /// turns that run long instead of letting about half the admitted reach `maxWait` and be refused after all.
+    /// A phone's lookup is two requests at once: a fresh owner's first is admitted only with room for its second
+    /// (`FairQueue.freshTurns`), and the second, arriving while the first waits, takes that room without a new
+    /// estimate, so a flood does not keep the first of each pair and refuse its second. A phone asking its one
+    /// thing is fresh and waits only for the fresh turns ahead of it, so a flood's backlog does not refuse it; a
+    /// crowd of fresh phones beyond what the wait allows does, at once. False until the mean hold is known.
     private func estimateExceeds(owner: String, _ s: State) -> Bool {
-        guard s.held[owner, default: 0] > 0 || s.queue.has(owner), let wait = s.hold.wait(of: owner, in: s.queue, slots: limits.slots) else {
-            return false
-        }
-        return wait > limits.maxWait
+        if s.queue.continuesFreshTurns(of: owner) { return false }
+        let pair = s.queue.has(owner) ? 0 : FairQueue<Waiter>.freshTurns - 1
+        guard let wait = s.hold.wait(of: owner, in: s.queue, slots: limits.slots, then: pair) else { return false }
+        return wait > limits.maxWait / 2
     }
 
     /// Runs `body` once `owner` has a slot, then frees it; throws `LookupError` 503 with `Retry-After` when refused.
@@ -93,21 +102,18 @@ public final class FairAdmission: Sendable {
         try await enter(owner: owner)
         let start = ContinuousClock.now
         metrics?.recordStage(.admissionWait, start - arrived)
-        defer { leave(owner: owner, held: .now - start) }
+        defer { leave(held: .now - start) }
         return try await body()
     }
 
     private func enter(owner: String) async throws {
-        let waiter = Waiter(owner: owner)
+        let waiter = Waiter()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiter.attach(continuation)
                 let queued = state.withLock { s -> Bool in
                     if s.inUse < limits.slots && s.queue.count == 0 {
-                        if waiter.resolve(.success(())) {  // not if its caller went away already
-                            s.inUse += 1
-                            s.held[owner, default: 0] += 1
-                        }
+                        if waiter.resolve(.success(())) { s.inUse += 1 }  // not if its caller went away already
                         return false
                     }
                     if estimateExceeds(owner: owner, s) {
@@ -167,16 +173,11 @@ public final class FairAdmission: Sendable {
     }
 
     /// A slot is free: it passes to the next waiter still waiting, in round-robin order.
-    private func leave(owner: String, held: Duration) {
+    private func leave(held: Duration) {
         state.withLock { s in
             s.hold.add(held)
-            let left = s.held[owner, default: 1] - 1
-            s.held[owner] = left > 0 ? left : nil
             while let next = s.queue.popFirst() {
-                if next.resolve(.success(())) {  // the slot passes to it
-                    s.held[next.owner, default: 0] += 1
-                    return
-                }
+                if next.resolve(.success(())) { return }  // the slot passes to it
             }
             s.inUse -= 1
         }
@@ -184,11 +185,6 @@ public final class FairAdmission: Sendable {
 
     /// One request waiting for a slot: resolved once, by its turn, a refusal, or its caller going away.
     final class Waiter: Sendable {
-        /// The User-Identifier whose turn it waits for.
-        let owner: String
-
-        init(owner: String) { self.owner = owner }
-
         private struct Slot {
             var continuation: CheckedContinuation<Void, any Error>?
             var result: Result<Void, any Error>?

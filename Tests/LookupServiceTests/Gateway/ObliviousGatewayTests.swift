@@ -199,24 +199,12 @@ struct ObliviousGatewayTests {
     @Test("Stand-alone gateway: forwards to its allow-listed target only; another origin gets an encapsulated 421")
     func standAlone() async throws {
         let (server, _, directory, _) = try await Self.start(protocol: "http1", gateway: .init(enabled: false))
-        let config = "\(directory)/gateway.json"
         let staller = try StallingOrigin()
         defer { staller.stop() }
         let targets = [ServiceConfig.Gateway.Target(authority: "lookup.example", origin: server.url),
                        ServiceConfig.Gateway.Target(authority: "stall.example", origin: "http://127.0.0.1:\(staller.port)")]
-        var file = ServiceConfig(users: [], usecases: [])
-        file.gateway = .init(keyDirectory: "\(directory)/standalone-keys", targets: targets)
-        file.gateway?.targetTimeoutSeconds = 3
-        file.http = .init(adminPort: 0)
-        try JSONEncoder().encode(file).write(to: URL(fileURLWithPath: config))
-        let gateway = try await GatewayServer(configPath: config, logger: TestServer.logger)
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = try gateway.makeApplication(host: "127.0.0.1", port: 0, onServerRunning: { continuation.yield($0) })
-        let group = ServiceGroup(configuration: .init(services: [app], logger: TestServer.logger))
-        let task = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        let port = try #require(await iterator.next())
-        let http = LookupHTTPClient(baseURL: "http://127.0.0.1:\(port)")
+        let gateway = try await StandAloneGateway.start(directory: directory, targets: targets) { $0.targetTimeoutSeconds = 3 }
+        let http = LookupHTTPClient(baseURL: "http://127.0.0.1:\(gateway.port)")
         // The service's own port has no gateway.
         #expect(try await server.http.send(method: .GET, path: "/ohttp-configs", headers: [], body: nil).status == 404)
         let (status, keys) = try await http.send(method: .GET, path: "/ohttp-configs", headers: [], body: nil)
@@ -247,9 +235,7 @@ struct ObliviousGatewayTests {
         #expect(stalled?.status == 502 && Self.problemType(stalled?.content ?? []) == "https://callveil.dev/problems/ohttp-targetFailed",
                 "a stalled target pinned the request for \(Date().timeIntervalSince(started)) s")
         #expect(Date().timeIntervalSince(started) < 10)
-        await group.triggerGracefulShutdown()
-        _ = try? await task.value
-        await gateway.shutdown()
+        await gateway.stop()
         await server.stop()
     }
 }

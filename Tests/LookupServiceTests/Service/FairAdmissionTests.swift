@@ -52,11 +52,14 @@ struct FairAdmissionTests {
         }
     }
 
-    /// A one-slot gate allowing `maxWait`, its slot held by owner "a" until `latch` opens.
-    static func heldGate(maxWait: Duration) async throws -> (FairAdmission, Order, Latch, Task<Void, any Error>) {
-        let gate = FairAdmission(limits: .init(slots: 1, maxWait: maxWait))
+    /// A one-slot gate allowing `maxWait`, its slot held by `owner` until `latch` opens. With `turn`, the gate takes a
+    /// turn to last that long, as if measured: the estimate tests count turns, not how long a sleep takes on a
+    /// loaded machine.
+    static func heldGate(maxWait: Duration, turn: Duration? = nil, owner: String = "a", name: String = "a") async throws
+        -> (FairAdmission, Order, Latch, Task<Void, any Error>) {
+        let gate = FairAdmission(limits: .init(slots: 1, maxWait: maxWait), hold: turn.map { MeanHold(trusted: $0) } ?? MeanHold())
         let order = Order(), latch = Latch()
-        let holder = request(gate, owner: "a", name: "a", order: order, latch: latch)
+        let holder = request(gate, owner: owner, name: name, order: order, latch: latch)
         _ = try await eventually(seconds: 2.5) { order.all.count == 1 }
         return (gate, order, latch, holder)
     }
@@ -66,12 +69,9 @@ struct FairAdmissionTests {
         #expect(gate.snapshot.waiting == count)
     }
 
-    @Test("A phone arriving behind a flooding identity's backlog is served after one of its requests, not all")
+    @Test("A phone arriving behind a flooding identity's backlog is served after the flood's first turns, not all")
     func phoneGetsItsTurn() async throws {
-        let gate = FairAdmission(limits: .init(slots: 1, maxWait: .seconds(30)))
-        let order = Order(), latch = Latch()
-        let holder = Self.request(gate, owner: "flood", name: "flood-0", order: order, latch: latch)
-        _ = try await eventually(seconds: 2.5) { order.all.count == 1 }
+        let (gate, order, latch, holder) = try await Self.heldGate(maxWait: .seconds(30), owner: "flood", name: "flood-0")
         var tasks = [holder]
         for i in 1...4 {
             tasks.append(Self.request(gate, owner: "flood", name: "flood-\(i)", order: order, latch: latch))
@@ -81,45 +81,69 @@ struct FairAdmissionTests {
         try await Self.waitWaiting(gate, 5)
         latch.open()
         for task in tasks { try await task.value }
-        #expect(order.all == ["flood-0", "flood-1", "phone", "flood-2", "flood-3", "flood-4"])
+        // The flood's first two waiting requests were fresh turns, then one of its rotation's, then the phone's.
+        #expect(order.all == ["flood-0", "flood-1", "flood-2", "flood-3", "phone", "flood-4"])
         #expect(gate.snapshot.inUse == 0)
     }
 
-    @Test("A request of an identity already served whose turn would come too late is refused at once, 503 with Retry-After; a phone asking its one thing waits its turn")
-    func refusedByEstimate() async throws {
-        let gate = FairAdmission(limits: .init(slots: 1, maxWait: .seconds(3)))
-        // Requests that each held the slot at least 300 ms: the gate now knows a turn's length.
-        for _ in 0..<MeanHold.trustedAfter {
-            try await gate.admit(owner: "warm") { try await Task.sleep(for: .milliseconds(300)) }
-        }
-        print("fair gate: mean hold after the warm-up \(String(describing: gate.snapshot.meanHold))")
-        let order = Order(), latch = Latch()
-        var tasks = [Self.request(gate, owner: "flood", name: "flood-0", order: order, latch: latch)]
-        _ = try await eventually(seconds: 2.5) { order.all.count == 1 }
-        // Twelve identities with one request each wait (an identity with nothing waiting or held is never refused by
-        // the estimate): twelve turns of at least 300 ms, beyond the 3 s allowed, are ahead of anyone now.
-        for i in 0..<12 {
-            tasks.append(Self.request(gate, owner: "other-\(i)", name: "other-\(i)", order: order, latch: latch))
-            try await Self.waitWaiting(gate, i + 1)
-        }
+    /// Expects `owner`'s request to be refused by the estimate at once, 503 with `Retry-After`.
+    static func expectRefusedAtOnce(_ gate: FairAdmission, owner: String, _ why: String) async {
         let start = ContinuousClock.now
         do {
-            try await gate.admit(owner: "flood") {}
-            Issue.record("admitted although twelve turns were ahead of it")
+            try await gate.admit(owner: owner) {}
+            Issue.record("\(owner) admitted although \(why)")
         } catch let error as LookupError {
             #expect(error.status == .serviceUnavailable)
             #expect(error.retryAfter != nil)
+        } catch {
+            Issue.record("\(owner): \(error)")
         }
-        #expect(ContinuousClock.now - start < .milliseconds(50))
-        #expect(throws: LookupError.self) { try gate.precheck(owner: "flood") }
+        #expect(ContinuousClock.now - start < .milliseconds(50), "\(owner) refused only after \(ContinuousClock.now - start)")
+        #expect(throws: LookupError.self) { try gate.precheck(owner: owner) }
+    }
+
+    @Test("A flooding identity's request whose turn would come too late is refused at once, 503 with Retry-After; a phone behind that backlog waits its turn")
+    func refusedByEstimate() async throws {
+        // Turns of 1 s; the estimate refuses past half of the 15 s allowed.
+        let (gate, order, latch, holder) = try await Self.heldGate(maxWait: .seconds(15), turn: .seconds(1), owner: "flood", name: "flood-0")
+        var tasks = [holder]
+        // Seven more of the same identity wait: its next would come after eight turns.
+        for i in 1...7 {
+            tasks.append(Self.request(gate, owner: "flood", name: "flood-\(i)", order: order, latch: latch))
+            try await Self.waitWaiting(gate, i)
+        }
+        await Self.expectRefusedAtOnce(gate, owner: "flood", "seven of its turns were ahead of it")
         #expect(gate.snapshot.refused[.estimate] == 2)
-        // A phone with nothing waiting or held is queued, not refused.
+        // A phone is fresh: its turn comes after the flood's two fresh turns and one of its rotation's, not its
+        // backlog (estimated at seven turns with its lookup's second request: within the limit).
         try gate.precheck(owner: "phone")
         tasks.append(Self.request(gate, owner: "phone", name: "phone", order: order, latch: latch))
-        try await Self.waitWaiting(gate, 13)
+        try await Self.waitWaiting(gate, 8)
         latch.open()
         for task in tasks { try await task.value }
-        #expect(order.all.last == "phone")
+        #expect(Array(order.all.prefix(5)) == ["flood-0", "flood-1", "flood-2", "flood-3", "phone"], "\(order.all)")
+        #expect(gate.snapshot.inUse == 0)
+    }
+
+    @Test("A crowd of phones, each lookup two requests, more than the wait allows: each phone is admitted with room for both, served together, and the newcomer is refused at once, not after waiting out the wait")
+    func crowdRefusedAtOnce() async throws {
+        // Turns of 1 s; the estimate refuses past half of the 9 s allowed.
+        let (gate, order, latch, holder) = try await Self.heldGate(maxWait: .seconds(9), turn: .seconds(1), owner: "first", name: "first")
+        var tasks = [holder]
+        // Two phones' lookups wait: the second phone's first request is estimated at four turns with its second
+        // (within the limit), and a third phone's at six.
+        for p in 0..<2 {
+            for request in ["block", "identity"] {
+                tasks.append(Self.request(gate, owner: "phone-\(p)", name: "phone-\(p)-\(request)", order: order, latch: latch))
+                try await Self.waitWaiting(gate, 2 * p + (request == "block" ? 1 : 2))
+            }
+        }
+        await Self.expectRefusedAtOnce(gate, owner: "late", "two phones' lookups were ahead of it")
+        #expect(gate.snapshot.refused[.estimate] == 2)
+        #expect(gate.snapshot.refused[.timeout] == nil)
+        latch.open()
+        for task in tasks { try await task.value }
+        #expect(order.all == ["first", "phone-0-block", "phone-0-identity", "phone-1-block", "phone-1-identity"])
         #expect(gate.snapshot.inUse == 0)
     }
 

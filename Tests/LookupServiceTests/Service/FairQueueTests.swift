@@ -45,6 +45,19 @@ struct FairQueueTests {
         #expect(phone[2] > 60, "the third request went to the rotation, behind the fresh owners' turns")
     }
 
+    @Test("A crowd of phones: each one's two requests are served together, not after a round of every other phone's, and a newcomer's estimate counts both of each phone ahead")
+    func freshPairsTogether() {
+        var queue = FairQueue<String>()
+        for p in 0..<10 {
+            queue.append("p\(p)-block", owner: "p\(p)")
+            queue.append("p\(p)-identity", owner: "p\(p)")
+        }
+        #expect(queue.ahead(of: "late") == 20)
+        var served: [String] = []
+        while let next = queue.popFirst() { served.append(next) }
+        #expect(served == (0..<10).flatMap { ["p\($0)-block", "p\($0)-identity"] }, "\(served)")
+    }
+
     @Test("A request that stops waiting leaves no trace: its owner, emptied, is fresh again next time")
     func removeClearsFresh() {
         var queue = Self.flooded(owners: 2, each: 5)

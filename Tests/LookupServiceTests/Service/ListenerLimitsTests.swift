@@ -104,6 +104,13 @@ struct ListenerLimitsTests {
         let connection = try RawConnection(port: port)
         connection.send("POST /key HTTP/1.1\r\nHost: x\r\nUser-Agent: com.apple.ciphermld/1.0 iOS/18.2\r\nUser-Identifier: u1\r\n"
             + "Content-Length: \(1 << 30)\r\n\r\n")
+        await Self.expectRefusedUnread(connection)
+        await server.stop()
+    }
+
+    /// Expects the HTTP/1.1 upload just declared on `connection` to be answered 413 and, while the client keeps
+    /// sending, read only for the discard budget, then a trickle; and the connection closed once nothing more comes.
+    static func expectRefusedUnread(_ connection: RawConnection) async {
         let (answer, _) = await connection.read(seconds: 5, until: "\r\n\r\n")
         #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 413"), "\(String(decoding: answer.prefix(200), as: UTF8.self))")
         // Reading at full speed would take every byte the client sends (hundreds of MiB in these seconds on
@@ -116,6 +123,34 @@ struct ListenerLimitsTests {
         // Nothing more arrives: the linger closes the connection.
         let (_, closed) = await connection.read(seconds: 5)
         #expect(closed, "the connection stayed open")
+    }
+
+    @Test("The stand-alone gateway's HTTP/1.1 port: an oversized upload is answered 413 from its declared length and not read at full speed")
+    func oversizedUploadToStandAloneGateway() async throws {
+        let directory = try temporaryDirectory()
+        let gateway = try await StandAloneGateway.start(directory: directory, targets: [.init(authority: "lookup.example", origin: "http://127.0.0.1:9")])
+        let connection = try RawConnection(port: gateway.port)
+        connection.send("POST /ohttp-gateway HTTP/1.1\r\nHost: x\r\nContent-Type: message/ohttp-req\r\nContent-Length: \(1 << 30)\r\n\r\n")
+        await Self.expectRefusedUnread(connection)
+        await gateway.stop()
+    }
+
+    @Test("HTTP/2 (h2c, TLS): an oversized upload is answered 413 from its declared length, and its stream takes no more of the body",
+          arguments: ["h2c", "tls"])
+    func oversizedUploadOverHTTP2(protocol: String) async throws {
+        let (server, _) = try await Self.start(protocol: `protocol`) { _ in }
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let python = try #require(OHTTPInteropClient.command?.python, "run make deps")
+        let script = OHTTPInteropClient.packageRoot.appendingPathComponent("bench/hostile.py").path
+        // One stream declaring 1 GiB, its bytes sent as fast as the flow-control window allows for 4 s.
+        let (output, _) = try await runChildProcess(python, [script, "--port", "\(port)", "--protocol", `protocol`, "--mode", "fill", "--count", "1",
+                                                             "--stream-bytes", "\(1 << 30)", "--seconds", "4", "--path", "/key",
+                                                             "--header", "user-identifier:u1"], mergeErrors: false)
+        let report = try JSONSerialization.jsonObject(with: output) as? [String: Any]
+        let statuses = report?["statuses"] as? [String] ?? []
+        let sent = (report?["sent"] as? [Int])?.first ?? -1
+        #expect(statuses == ["413"], "\(String(decoding: output, as: UTF8.self))")
+        #expect(sent >= 0 && sent < 16 << 20, "the stream sent \(sent >> 20) MiB before it was refused")
         await server.stop()
     }
 

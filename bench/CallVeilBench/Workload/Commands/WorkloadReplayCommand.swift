@@ -18,14 +18,22 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
     @Option(help: "The service's process id, for its CPU per request.") var serverPid: Int32?
     @Option(help: "The service's metrics URL (e.g. http://127.0.0.1:9090/metrics), for the stage table.") var metrics: String?
     @Option(help: "Seed of the arrival times.") var seed: UInt64 = 1
+    @Option(help: "Open loop: seconds more after --duration at --after-rate, to see how soon latency recovers after a flood.")
+    var afterSeconds = 0.0
+    @Option(help: "Calls per second during --after-seconds.") var afterRate: Double?
+    @Option(help: "Recovered once every call arriving after --duration is answered within this many ms (e.g. the 70%-load p99).")
+    var recoveredP99: Double?
 
     func run() async throws {
         guard (rate == nil) != (concurrency == nil) else { throw ValidationError("give --rate or --concurrency") }
+        guard afterSeconds == 0 || (rate != nil && afterRate != nil && recoveredP99 != nil) else {
+            throw ValidationError("--after-seconds needs --rate, --after-rate and --recovered-p99")
+        }
         let manifest = try WorkloadManifest.load(target.dir)
         let phones = try WorkloadPhone.load(target.dir)
         let cursor = WorkloadCursor.load(target.dir)
         let calls = Array(try WorkloadCall.load(target.dir).dropFirst(cursor))
-        let needed = Int((rate ?? 0) * duration * 1.2) + 50
+        let needed = Int(((rate ?? 0) * duration + (afterRate ?? 0) * afterSeconds) * 1.2) + 50
         if rate != nil, calls.count < needed {
             throw WorkloadError("\(calls.count) unused calls left, about \(needed) needed: prepare more")
         }
@@ -48,13 +56,26 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
         let after = try await scraper?.scrape()
         await transport.shutdown()
         try WorkloadCursor.save(cursor + used, to: target.dir)
-        let results = recorder.results
-        try WorkloadResult.save(results, firstCall: cursor, to: "\(target.dir)/results-\(label).bin")
-        let summary = WorkloadSummary(label: label, results: results, callsSent: used, seconds: elapsed, toolCPU: toolCPU,
-                                      toolLag: recorder.lagP99, serverCPU: serverCPU, stages: before.flatMap { b in after.map { WorkloadMetrics.stages(before: b, after: $0) } } ?? [],
+        let all = recorder.results
+        try WorkloadResult.save(all, firstCall: cursor, to: "\(target.dir)/results-\(label).bin")
+        // With a window after the flood, the summary is the flood's (calls arriving within --duration).
+        let results = afterSeconds > 0 ? all.filter { $0.arrival < duration } : all
+        // CPU per request is over every request of the run, the window after the flood's too.
+        let share = Double(results.count) / Double(max(all.count, 1))
+        let summary = WorkloadSummary(label: label, results: results, callsSent: afterSeconds > 0 ? Set(results.map(\.call)).count : used,
+                                      seconds: afterSeconds > 0 ? duration : elapsed, toolCPU: toolCPU * share,
+                                      toolLag: recorder.lagP99, serverCPU: serverCPU.map { $0 * share }, stages: before.flatMap { b in after.map { WorkloadMetrics.stages(before: b, after: $0) } } ?? [],
                                       keyCache: before.flatMap { b in after.map { WorkloadMetrics.keyCache(before: b, after: $0) } })
         try summary.write(to: "\(target.dir)/results-\(label).json")
         print(summary.markdown)
+        if afterSeconds > 0, let afterRate, let recoveredP99 {
+            let recovery = WorkloadRecovery(results: all, floodEnd: duration, threshold: recoveredP99 / 1000)
+            print(String(format: "after the flood (%.1f calls/s for %.0f s): %d calls, p99 %.1f ms, %d refused; ", afterRate, afterSeconds,
+                         recovery.calls, recovery.p99 * 1000, recovery.refused)
+                  + (recovery.recoveredAfter.map { String(format: "calls arriving %.1f s after the flood ended or later: p99 within %.1f ms", $0, recoveredP99) }
+                     ?? String(format: "p99 not back within %.1f ms in the window", recoveredP99)))
+            try recovery.write(to: "\(target.dir)/results-\(label)-recovery.json")
+        }
     }
 
     private func openLoop(_ calls: [WorkloadCall], phones: [WorkloadPhone], rate: Double, transport: WorkloadTransport,
@@ -63,13 +84,15 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
         await withTaskGroup(of: Void.self) { group in
             var t = 0.0
             for (i, call) in calls.enumerated() {
-                t += -log(max(Double(rng.next() >> 11) / 9_007_199_254_740_992, 1e-12)) / rate
-                guard t < duration else { break }
+                t += -log(max(Double(rng.next() >> 11) / 9_007_199_254_740_992, 1e-12)) / (t < duration ? rate : afterRate ?? rate)
+                guard t < duration + afterSeconds else { break }
                 let arrival = start + .seconds(t)
                 try? await Task.sleep(until: arrival, clock: .continuous)
                 recorder.noteLag(ContinuousClock.now - arrival)
                 let phone = phones[call.phone]
-                group.addTask { await Self.place(call, index: i, phone: phone, arrival: arrival, transport: transport, recorder: recorder) }
+                group.addTask { [t] in
+                    await Self.place(call, index: i, phone: phone, arrival: arrival, offset: t, transport: transport, recorder: recorder)
+                }
             }
         }
     }
@@ -82,7 +105,9 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
             for _ in 0..<max(callers, 1) {
                 group.addTask {
                     while ContinuousClock.now < end, let i = next.take(below: calls.count) {
-                        await Self.place(calls[i], index: i, phone: phones[calls[i].phone], arrival: .now, transport: transport, recorder: recorder)
+                        let now = ContinuousClock.now
+                        await Self.place(calls[i], index: i, phone: phones[calls[i].phone], arrival: now, offset: (now - start).seconds,
+                                         transport: transport, recorder: recorder)
                     }
                 }
             }
@@ -90,7 +115,7 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
     }
 
     /// One call: every use case's request at once, each answer recorded with its latency from the arrival.
-    static func place(_ call: WorkloadCall, index: Int, phone: WorkloadPhone, arrival: ContinuousClock.Instant,
+    static func place(_ call: WorkloadCall, index: Int, phone: WorkloadPhone, arrival: ContinuousClock.Instant, offset: Double,
                       transport: WorkloadTransport, recorder: WorkloadRecorder) async {
         recorder.placed(index)
         await withTaskGroup(of: Void.self) { group in
@@ -101,7 +126,7 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
                     let outcome = await transport.post("/queries", headers: headers, body: request.body)
                     recorder.add(WorkloadResult(call: index, useCase: u, status: outcome.status, retryAfter: outcome.retryAfter != nil,
                                                 latency: ContinuousClock.now - arrival, body: outcome.status == 200 ? outcome.body : [],
-                                                failure: outcome.failure))
+                                                failure: outcome.failure, arrival: offset))
                 }
             }
         }

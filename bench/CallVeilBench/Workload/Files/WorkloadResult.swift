@@ -10,6 +10,8 @@ struct WorkloadResult: Sendable {
     var latency: Duration
     var body: [UInt8]
     var failure: String?
+    /// Seconds from the replay's start to the call's arrival (kept in memory for the recovery window; not saved).
+    var arrival = 0.0
 
     /// Writes results with call indices made absolute (`firstCall` is the replay's first prepared call).
     static func save(_ results: [WorkloadResult], firstCall: Int, to path: String) throws {
