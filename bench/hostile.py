@@ -171,7 +171,7 @@ def fill(args):
         conn.send_headers(stream, [(":method", "POST"), (":scheme", "https" if args.protocol == "tls" else "http"),
                                    (":authority", "localhost"), (":path", args.path), ("content-type", "message/ohttp-req"),
                                    ("content-length", str(args.stream_bytes)), ("user-agent", "hostile")]
-                          + [tuple(h.lower().split(":", 1)) if ":" in h else (h.lower(), "") for h in args.header])
+                          + [(name.lower(), value) for name, _, value in (h.partition(":") for h in args.header)])
         pending[stream] = args.stream_bytes - 1
     sock.sendall(conn.data_to_send())
     statuses = {}

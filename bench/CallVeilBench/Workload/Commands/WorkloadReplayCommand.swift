@@ -21,7 +21,7 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
     @Option(help: "Open loop: seconds more after --duration at --after-rate, to see how soon latency recovers after a flood.")
     var afterSeconds = 0.0
     @Option(help: "Calls per second during --after-seconds.") var afterRate: Double?
-    @Option(help: "Recovered once every call arriving after --duration is answered within this many ms (e.g. the 70%-load p99).")
+    @Option(help: "Recovered from when the calls arriving after --duration have their p99 within this many ms (e.g. the 70%-load p99).")
     var recoveredP99: Double?
 
     func run() async throws {
@@ -66,7 +66,7 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
                                       seconds: afterSeconds > 0 ? duration : elapsed, toolCPU: toolCPU * share,
                                       toolLag: recorder.lagP99, serverCPU: serverCPU.map { $0 * share }, stages: before.flatMap { b in after.map { WorkloadMetrics.stages(before: b, after: $0) } } ?? [],
                                       keyCache: before.flatMap { b in after.map { WorkloadMetrics.keyCache(before: b, after: $0) } })
-        try summary.write(to: "\(target.dir)/results-\(label).json")
+        try summary.writeResultsJSON(to: "\(target.dir)/results-\(label).json")
         print(summary.markdown)
         if afterSeconds > 0, let afterRate, let recoveredP99 {
             let recovery = WorkloadRecovery(results: all, floodEnd: duration, threshold: recoveredP99 / 1000)
@@ -74,7 +74,7 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
                          recovery.calls, recovery.p99 * 1000, recovery.refused)
                   + (recovery.recoveredAfter.map { String(format: "calls arriving %.1f s after the flood ended or later: p99 within %.1f ms", $0, recoveredP99) }
                      ?? String(format: "p99 not back within %.1f ms in the window", recoveredP99)))
-            try recovery.write(to: "\(target.dir)/results-\(label)-recovery.json")
+            try recovery.writeResultsJSON(to: "\(target.dir)/results-\(label)-recovery.json")
         }
     }
 

@@ -23,22 +23,16 @@ struct WorkloadRecovery: Codable {
         p99 = BenchReport.percentile(after.map(\.latency), 0.99)
         self.threshold = threshold
         recoveredAfter = nil
-        let last = after.last?.arrival ?? 0
         var t = 0.0
+        var rest = after[...]
         // At least 20 calls left to judge a p99 by.
-        while t <= last, after.filter({ $0.arrival >= t }).count >= 20 {
-            if BenchReport.percentile(after.filter { $0.arrival >= t }.map(\.latency), 0.99) <= threshold {
+        while rest.count >= 20 {
+            if BenchReport.percentile(rest.map(\.latency), 0.99) <= threshold {
                 recoveredAfter = t
                 break
             }
             t += 0.1
+            rest = rest.drop { $0.arrival < t }
         }
-    }
-
-    func write(to path: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        try encoder.encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 }

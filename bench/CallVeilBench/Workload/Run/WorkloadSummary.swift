@@ -59,13 +59,6 @@ struct WorkloadSummary: Codable {
         firstFailures = Array(results.compactMap(\.failure).prefix(5))
     }
 
-    func write(to path: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        try encoder.encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
-    }
-
     var markdown: String {
         func ms(_ v: Double) -> String { v.isNaN ? "–" : String(format: "%.1f", v * 1000) }
         var lines = [
