@@ -9,8 +9,9 @@ import Tracing
 /// answered 503 with `Retry-After`), and a job whose deadline has passed or whose caller has gone is dropped
 /// before it starts. Queries go first; key parsing runs on at most `keyWidth` slots, so a flood of key uploads can
 /// slow lookups by at most that share and never queue in front of them. Within a lane, waiting jobs are served
-/// round-robin by owner (the User-Identifier), and a full queue makes room for a newcomer by refusing the newest job
-/// of the owner holding the most: a flood from a few users cannot make one phone wait behind all of it. A query
+/// by owner (the User-Identifier), the owners served least lately first (`FairQueue`), and a full queue makes room for
+/// a newcomer by refusing the last turn if the newcomer's comes before it: a flood from a few users cannot make one
+/// phone wait behind all of it. A query
 /// job that the jobs ahead of it (served in turn, at the mean time a query holds its slot) would keep waiting past
 /// its deadline is refused at once (`deadlineUnreachable`, 503), not queued to time out.
 public final class ComputePool: Sendable {
@@ -112,9 +113,9 @@ public final class ComputePool: Sendable {
         self.limits = limits
     }
 
-    /// Runs `work` on the pool in `lane` for `owner` (whose jobs share one turn of the round-robin; nil: the
-    /// anonymous owner) and returns its result; throws `ComputePoolError` when the lane's queue is full, the job
-    /// waited past `deadline` (default: now + `limits.queueTimeout`), or the caller was cancelled before it started.
+    /// Runs `work` on the pool in `lane` for `owner` (whose jobs share its turns; nil: the anonymous owner) and returns
+    /// its result; throws `ComputePoolError` when the lane's queue is full, the job waited past `deadline` (default:
+    /// now + `limits.queueTimeout`), or the caller was cancelled before it started.
     public func run<T: Sendable>(lane: Lane = .query, owner: String? = nil, deadline: ContinuousClock.Instant? = nil,
                                  _ work: @escaping @Sendable () throws -> T) async throws -> T {
         let deadline = deadline ?? .now + limits.queueTimeout

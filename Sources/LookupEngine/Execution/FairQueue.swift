@@ -1,121 +1,170 @@
 import DequeModule
+import Foundation
 
-/// A queue served round-robin across owners (one User-Identifier's jobs do not wait behind another's backlog):
-/// each owner's jobs keep their order, and the owner served last goes to the back of the rotation. An owner that
-/// had nothing queued is *fresh*, as a new flow is in FQ-CoDel: its first `freshTurns` jobs are served before the
-/// rotation's, alternating with it while the rotation has owners waiting, so a phone asking now and then waits for
-/// about one job, not one job of every flooding owner, and backlogged owners still get at least every other turn.
-/// Fresh owners are served in arrival order, each one's fresh turns together: a phone's lookup is two requests, and
-/// the second is worth nothing without the first, so it does not wait for a round of every other phone's.
-/// When the queue is full, a newcomer can push out the newest job of the owner holding the most, if that owner holds
-/// more than the newcomer would.
+/// A queue served by how little each owner (one User-Identifier) has been served lately, so one owner's jobs do not
+/// wait behind another's backlog, and an owner asking more than the others is the one that waits. Every job takes a
+/// *turn*, in a group of at most `groupTurns` of its owner's turns served one after the other; a group is placed
+/// by its owner's level when it began (turns served lately while another owner waited, halving every `halfLife`
+/// such turns, plus jobs queued), levels in order and within a level in arrival order. A phone asking now and then has used little and
+/// goes ahead of a flooding owner's next turns; a crowd of phones is served in arrival order, each lookup's two
+/// requests one after the other; owners wanting more than the capacity share it by turns. An owner's jobs keep
+/// their order: a turn serves its owner's oldest job. When the queue is full, a newcomer can push out the last turn
+/// if it would come before it.
 package struct FairQueue<Element> {
-    /// Jobs of a fresh owner served ahead of the rotation (a phone's lookup is two requests at once).
-    package static var freshTurns: Int { 2 }
+    /// An owner's turns served together: a phone's lookup is two requests at once.
+    package static var groupTurns: Int { 2 }
+    /// Turns served in all over which an owner's usage halves: seconds of turns under load, so one lookup's two turns
+    /// do not lift a phone to a flood's level, while a phone's lookup is forgotten long before its next call.
+    package static var halfLife: Double { 128 }
 
-    private var queues: [String: Deque<Element>] = [:]
-    private var rotation: Deque<String> = []
-    /// Fresh owners in arrival order, with the turns they have left ahead of the rotation.
-    private var fresh: Deque<String> = []
-    private var freshLeft: [String: Int] = [:]
-    /// Whether the last job served was a fresh owner's (the next goes to the rotation, if it has owners waiting).
-    private var servedFresh = false
+    /// Where a turn is served: by its owner's level (whole turns served lately and queued when the turn's group
+    /// began, rounded), then by the arrival of its group, the turns of one owner taken together (`groupTurns` at most).
+    private struct Place: Comparable {
+        var level: Int
+        var group: UInt64
+        var arrival: UInt64
+
+        static func < (a: Place, b: Place) -> Bool { (a.level, a.group, a.arrival) < (b.level, b.group, b.arrival) }
+    }
+
+    private struct Turn {
+        var place: Place
+        var owner: String
+    }
+
+    private struct Owner {
+        var waiting: Deque<Element> = []
+        /// Turns served lately, as of `at` turns served in all.
+        var usage = 0.0
+        var at: UInt64 = 0
+    }
+
+    /// Queued turns, in the order they are served.
+    private var turns: [Turn] = []
+    private var owners: [String: Owner] = [:]
+    /// Turns served in all: the clock usage decays by.
+    private var served: UInt64 = 0
+    private var arrivals: UInt64 = 0
+    /// Owners kept at most before those with nothing queued and almost no usage are forgotten.
+    private var forgetAbove = 64
+
     /// Elements queued across owners.
-    package private(set) var count = 0
+    package var count: Int { turns.count }
+    /// Owners with a record kept (queued elements or usage not yet faded), for tests of its bound.
+    package var ownersKept: Int { owners.count }
 
     /// An empty queue.
     package init() {}
 
-    /// Queues `element` behind its owner's earlier elements; an owner with nothing queued becomes fresh.
+    /// Queues `element` behind its owner's earlier elements.
     package mutating func append(_ element: Element, owner: String) {
-        if queues[owner, default: []].isEmpty {
-            fresh.append(owner)
-            freshLeft[owner] = Self.freshTurns
-        }
-        queues[owner, default: []].append(element)
-        count += 1
+        let place = placeOfNext(owner)
+        arrivals += 1
+        turns.insert(Turn(place: place, owner: owner), at: turnsBefore(place))
+        owners[owner, default: Owner()].waiting.append(element)
     }
 
-    /// The next job: the first fresh owner's oldest (every other turn while the rotation has owners waiting), else
-    /// the rotation's next owner's oldest. A fresh owner with more queued stays first while it has fresh turns left,
-    /// then goes to the back of the rotation.
+    /// The next job: the first turn's owner's oldest. Its owner is charged the turn if another owner's turn still
+    /// waits: usage counts the turns that kept others waiting, so a phone that had the service to itself a moment ago
+    /// is not held back for it once a flood arrives.
     package mutating func popFirst() -> Element? {
-        let takeFresh = !fresh.isEmpty && (rotation.isEmpty || !servedFresh)
-        guard let owner = takeFresh ? fresh.first : rotation.popFirst(), var queue = queues.removeValue(forKey: owner),
-              let element = queue.popFirst() else {
-            return nil
-        }
-        servedFresh = takeFresh
-        count -= 1
-        if takeFresh {
-            let left = freshLeft[owner, default: 1] - 1
-            if queue.isEmpty || left == 0 {
-                fresh.removeFirst()
-                freshLeft.removeValue(forKey: owner)
-                if !queue.isEmpty { rotation.append(owner) }
-            } else {
-                freshLeft[owner] = left
-            }
-        } else if !queue.isEmpty {
-            rotation.append(owner)
-        }
-        if !queue.isEmpty { queues[owner] = queue }
+        guard !turns.isEmpty else { return nil }
+        let owner = turns.removeFirst().owner
+        let element = owners[owner]?.waiting.popFirst()
+        if turns.contains(where: { $0.owner != owner }) { charge(owner) }
+        dropIfIdle(owner)
         return element
+    }
+
+    /// Counts a turn `owner` took while others waited.
+    private mutating func charge(_ owner: String) {
+        served += 1
+        var record = owners[owner] ?? Owner()
+        record.usage = usage(record) + 1
+        record.at = served
+        owners[owner] = record
+        if owners.count > forgetAbove { forget() }
     }
 
     /// Whether `owner` has an element queued.
-    package func has(_ owner: String) -> Bool { queues[owner] != nil }
+    package func has(_ owner: String) -> Bool { owners[owner]?.waiting.isEmpty == false }
 
-    /// Whether the element `owner` appends now would follow its queued ones among its fresh turns (the second request
-    /// of a phone's lookup, while the first waits).
-    package func continuesFreshTurns(of owner: String) -> Bool {
-        let mine = queues[owner]?.count ?? 0
-        return mine > 0 && (freshLeft[owner] ?? 0) > mine
+    /// Whether the element `owner` appends now would be the second of a pair: its one queued element's turn has
+    /// room in its group, so the two are served one after the other (a phone's lookup's second request, while the
+    /// first waits).
+    package func continuesPair(of owner: String) -> Bool {
+        owners[owner]?.waiting.count == 1 && placeOfNext(owner).group != arrivals
     }
 
-    /// How many queued elements would be served before one `owner` appends now, at most. An element that would be
-    /// among its owner's fresh turns waits for the fresh turns ahead of it (every fresh owner's before it, and its
-    /// own), each followed by at most one of the rotation's. Otherwise it waits in the rotation: for its own, and
-    /// from every other owner at most one more than `owner` has queued.
+    /// How many queued elements would be served before one `owner` appends now: the turns before its owner's last
+    /// turn once the new one is placed (a turn serves the owner's oldest element, so the newest is served last).
     package func ahead(of owner: String) -> Int {
-        let mine = queues[owner]?.count ?? 0
-        let left = mine == 0 ? Self.freshTurns : (freshLeft[owner] ?? 0)
-        guard left > mine else {
-            return queues.reduce(0) { sum, entry in sum + (entry.key == owner ? entry.value.count : min(entry.value.count, mine + 1)) }
-        }
-        var freshAhead = mine
-        for other in fresh {
-            if other == owner { break }
-            freshAhead += min(queues[other]?.count ?? 0, freshLeft[other] ?? 0)
-        }
-        return freshAhead + min(freshAhead + 1, count - freshAhead)
+        let place = placeOfNext(owner)
+        guard let last = turns.last(where: { $0.owner == owner })?.place, place < last else { return turnsBefore(place) }
+        return turnsBefore(last) + 1  // the new turn is among those before its owner's last
     }
 
-    /// The newest element of the owner with the most queued, if it holds at least two more than `owner` does
-    /// (taking one from it still leaves it more than `owner` will have).
+    /// The newest element of another owner's last turn, if a turn `owner` would take now comes before it.
     package mutating func pushOut(for owner: String) -> Element? {
-        let mine = queues[owner]?.count ?? 0
-        guard let (largest, queue) = queues.max(by: { $0.value.count < $1.value.count }), queue.count >= mine + 2,
-              let element = queues[largest]?.popLast() else {
-            return nil
-        }
-        count -= 1
-        return element
+        guard let last = turns.last, last.owner != owner, placeOfNext(owner) < last.place else { return nil }
+        return popLast()
     }
 
-    /// Removes `owner`'s first element matching `match` (a request that stopped waiting); whether one was found.
+    /// Removes the last turn, with its owner's newest element.
+    package mutating func popLast() -> Element? {
+        guard let last = turns.popLast() else { return nil }
+        defer { dropIfIdle(last.owner) }
+        return owners[last.owner]?.waiting.popLast()
+    }
+
+    /// Removes `owner`'s first element matching `match` (a request that stopped waiting), with its owner's last
+    /// turn; whether one was found.
     package mutating func remove(owner: String, where match: (Element) -> Bool) -> Bool {
-        guard var queue = queues[owner], let index = queue.firstIndex(where: match) else { return false }
-        queue.remove(at: index)
-        count -= 1
-        if queue.isEmpty {
-            queues.removeValue(forKey: owner)
-            rotation.removeAll { $0 == owner }
-            fresh.removeAll { $0 == owner }
-            freshLeft.removeValue(forKey: owner)
-        } else {
-            queues[owner] = queue
+        guard let index = owners[owner]?.waiting.firstIndex(where: match),
+              let turn = turns.lastIndex(where: { $0.owner == owner }) else {
+            return false
         }
+        owners[owner]?.waiting.remove(at: index)
+        turns.remove(at: turn)
+        dropIfIdle(owner)
         return true
+    }
+
+    /// The place the next turn of `owner` would take: with its queued turn if that one's group has room (a phone's
+    /// lookup's second request joins its first), else at the level of its usage and queued elements.
+    private func placeOfNext(_ owner: String) -> Place {
+        guard let record = owners[owner] else { return Place(level: 0, group: arrivals, arrival: arrivals) }
+        if !record.waiting.isEmpty, let mate = turns.last(where: { $0.owner == owner })?.place,
+           turns.count(where: { $0.owner == owner && $0.place.group == mate.group }) < Self.groupTurns {
+            return Place(level: mate.level, group: mate.group, arrival: arrivals)
+        }
+        return Place(level: Int(usage(record).rounded()) + record.waiting.count, group: arrivals, arrival: arrivals)
+    }
+
+    /// How many queued turns are placed before `place` (where a turn placed there goes).
+    private func turnsBefore(_ place: Place) -> Int {
+        var low = 0, high = turns.count
+        while low < high {
+            let middle = (low + high) / 2
+            if turns[middle].place < place { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// `record`'s usage now.
+    private func usage(_ record: Owner) -> Double {
+        record.usage * exp2(-Double(served - record.at) / Self.halfLife)
+    }
+
+    /// Forgets `owner` if it has nothing queued and its usage has decayed below half a turn, as `forget` does.
+    private mutating func dropIfIdle(_ owner: String) {
+        if let record = owners[owner], record.waiting.isEmpty, usage(record) < 0.5 { owners.removeValue(forKey: owner) }
+    }
+
+    /// Forgets owners with nothing queued whose usage has decayed below half a turn (their next turn is at level 0
+    /// either way), so the records follow the owners active lately, not every owner ever seen.
+    private mutating func forget() {
+        owners = owners.filter { !$0.value.waiting.isEmpty || usage($0.value) >= 0.5 }
+        forgetAbove = max(64, 2 * owners.count)
     }
 }

@@ -28,10 +28,15 @@ package struct MeanHold: Sendable {
     /// The mean, once trusted.
     package var trusted: Duration? { samples >= Self.trustedAfter ? mean : nil }
 
-    /// How long an element `owner` appends now to `queue` would wait for one of `slots` slots (or, with `then`, the
-    /// element it appends that many after it): the elements ahead of it served in turn, one mean hold each; nil until
+    /// How long the last of `turns` turns in line takes to be served by `slots` slots, one mean hold each; nil until
     /// the mean is trusted.
-    package func wait<Element>(of owner: String, in queue: FairQueue<Element>, slots: Int, then: Int = 0) -> Duration? {
-        trusted.map { $0 * (Double(queue.ahead(of: owner) + then + 1) / Double(max(slots, 1))) }
+    package func wait(turns: Int, slots: Int) -> Duration? {
+        trusted.map { $0 * (Double(turns) / Double(max(slots, 1))) }
+    }
+
+    /// How long an element `owner` appends now to `queue` would wait for one of `slots` slots: the elements ahead of
+    /// it served in turn; nil until the mean is trusted.
+    package func wait<Element>(of owner: String, in queue: FairQueue<Element>, slots: Int) -> Duration? {
+        wait(turns: queue.ahead(of: owner) + 1, slots: slots)
     }
 }

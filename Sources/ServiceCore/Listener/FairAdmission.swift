@@ -2,13 +2,13 @@ import LookupEngine
 import Synchronization
 
 /// The gate in front of a PIR request's costly work (routing, key fetch, compute, answer): at most `slots`
-/// requests are past it at once, and the rest wait, served round-robin by User-Identifier. Without it every admitted
-/// request shares the CPU with every other, so a few flooding identities with a handful of requests each stretched a
-/// phone's request to seconds; behind the gate the CPU is shared by `slots` requests and a phone waits for one
-/// turn of each other identity, not for their backlog. A request whose turn would come after half of `maxWait`
-/// (the turns ahead of it times the measured time a request holds its slot) is refused at once with 503 and
-/// `Retry-After`, as is one that finds the queue full with nobody to push out; one still waiting at `maxWait` is
-/// refused then.
+/// requests are past it at once, and the rest wait, the User-Identifiers served least lately first (`FairQueue`).
+/// Without it every admitted request shares the CPU with every other, so a few flooding identities with a handful of
+/// requests each stretched a phone's request to seconds; behind the gate the CPU is shared by `slots` requests and a
+/// phone goes ahead of the flooding identities' turns, not behind their backlog. A request whose turn would come
+/// after half of `maxWait` (the turns ahead of it times the measured time a request holds its slot) is refused at
+/// once with 503 and `Retry-After`, as are the last waiting once a request placed ahead of them pushes them past it,
+/// and one that finds the queue full with nobody to push out; one still waiting at `maxWait` is refused then.
 public final class FairAdmission: Sendable {
     /// How many requests pass at once, how many wait, and for how long.
     public struct Limits: Sendable, Equatable {
@@ -20,8 +20,8 @@ public final class FairAdmission: Sendable {
         /// Longest wait for a slot.
         public var maxWait: Duration
         /// The wait allowed unless configured: with the estimate at half of it, a lookup admitted under a flood is
-        /// answered within about a second, while a fresh phone waits for about one turn, so only a crowd or a
-        /// flood is refused.
+        /// answered within about a second, while a phone among flooding identities waits for about one turn, so
+        /// only a crowd or a flood is refused.
         public static let defaultMaxWait = Duration.milliseconds(750)
 
         /// Limits.
@@ -84,15 +84,18 @@ public final class FairAdmission: Sendable {
     /// Whether `owner`'s turn, behind the turns ahead of it, would come after half of `maxWait`: the estimate follows
     /// the measured mean, so the queue it admits sits at its limit under a flood, and the other half absorbs the
     /// turns that run long instead of letting about half the admitted reach `maxWait` and be refused after all.
-    /// A phone's lookup is two requests at once: a fresh owner's first is admitted only with room for its second
-    /// (`FairQueue.freshTurns`), and the second, arriving while the first waits, takes that room without a new
-    /// estimate, so a flood does not keep the first of each pair and refuse its second. A phone asking its one
-    /// thing is fresh and waits only for the fresh turns ahead of it, so a flood's backlog does not refuse it; a
-    /// crowd of fresh phones beyond what the wait allows does, at once. False until the mean hold is known.
+    /// A phone's lookup is two requests at once: an owner with nothing queued is admitted only with room for its
+    /// second, and the second, arriving while the first waits, takes that room without a new estimate
+    /// (`FairQueue.continuesPair`), so a flood does not keep the first of each pair and refuse its second. The turn
+    /// first in line is never refused: it goes next, and refusing it would make room for nobody. The queue serves
+    /// the owners served least lately first, so a phone among flooding identities goes ahead of their turns and is
+    /// not refused for their backlog, while a crowd of fresh phones beyond what the wait allows is, at once. False
+    /// until the mean hold is known.
     private func estimateExceeds(owner: String, _ s: State) -> Bool {
-        if s.queue.continuesFreshTurns(of: owner) { return false }
-        let pair = s.queue.has(owner) ? 0 : FairQueue<Waiter>.freshTurns - 1
-        guard let wait = s.hold.wait(of: owner, in: s.queue, slots: limits.slots, then: pair) else { return false }
+        if s.queue.continuesPair(of: owner) { return false }
+        let ahead = s.queue.ahead(of: owner)
+        let pair = s.queue.has(owner) ? 0 : FairQueue<Waiter>.groupTurns - 1
+        guard ahead > 0, let wait = s.hold.wait(turns: ahead + pair + 1, slots: limits.slots) else { return false }
         return wait > limits.maxWait / 2
     }
 
@@ -128,6 +131,7 @@ public final class FairAdmission: Sendable {
                         refuse(pushedOut, .full, &s)
                     }
                     s.queue.append(waiter, owner: owner)
+                    trimTail(&s)
                     return true
                 }
                 if queued { expire(waiter, owner: owner) }
@@ -154,6 +158,17 @@ public final class FairAdmission: Sendable {
         }
     }
 
+    /// Refuses at once the last turns that a request placed ahead of them has pushed past half of `maxWait` by the
+    /// estimate, as they would have been refused had they come now: the queue holds the turns of the owners served
+    /// least lately that fit, and a flood's turns are refused while young, not after waiting out the wait. The first
+    /// in line is never refused.
+    private func trimTail(_ s: inout State) {
+        while s.queue.count > 1, let wait = s.hold.wait(turns: s.queue.count, slots: limits.slots), wait > limits.maxWait / 2,
+              let last = s.queue.popLast() {
+            refuse(last, .estimate, &s)
+        }
+    }
+
     /// Refuses `waiter` for `reason` and counts it, unless it was resolved already (its caller went away).
     private func refuse(_ waiter: Waiter, _ reason: Refusal, _ s: inout State) {
         if waiter.resolve(.failure(Self.error(reason))) { count(reason, &s) }
@@ -172,7 +187,7 @@ public final class FairAdmission: Sendable {
         }
     }
 
-    /// A slot is free: it passes to the next waiter still waiting, in round-robin order.
+    /// A slot is free: it passes to the next waiter still waiting, in the queue's order.
     private func leave(held: Duration) {
         state.withLock { s in
             s.hold.add(held)

@@ -119,7 +119,7 @@ struct ComputePoolTests {
         #expect(ran.count == 0)
     }
 
-    @Test("Waiting jobs are served round-robin by owner: one user's backlog does not delay another's job")
+    @Test("Waiting jobs are served by owner, the least served lately first: one user's backlog does not delay another's job")
     func roundRobin() async throws {
         let (pool, release, holder) = await Self.heldPool(queryQueue: 16)
         let order = Order()
@@ -133,11 +133,11 @@ struct ComputePoolTests {
         release.signal()
         try await holder.value
         for job in jobs { try await job.value }
-        // The flood's first two are its fresh turns, then the rotation and the fresh phone alternate.
-        #expect(order.items == ["flood0", "flood1", "flood2", "phone", "flood3", "flood4", "flood5"])
+        // The flood's first round is its first two; the phone, not served lately, goes ahead of its later rounds.
+        #expect(order.items == ["flood0", "flood1", "phone", "flood2", "flood3", "flood4", "flood5"])
     }
 
-    @Test("A full queue makes room for a new owner by refusing the newest job of the owner holding the most")
+    @Test("A full queue makes room for a new owner by refusing the last turn, the newest job of the owner that asked most")
     func pushOut() async throws {
         let (pool, release, holder) = await Self.heldPool(queryQueue: 3)
         var flood: [Task<Int, any Error>] = []
@@ -145,12 +145,12 @@ struct ComputePoolTests {
             flood.append(Task { try await pool.run(owner: "flood") { i } })
             try await Self.waitQueued(pool, .query, i + 1)
         }
-        // The flood's own fourth job is refused: it already holds the whole queue.
+        // The flood's own fourth job is refused: its turn would be the last.
         await #expect(throws: ComputePoolError.busy(.query)) { try await pool.run(owner: "flood") { 3 } }
         let phone = Task { try await pool.run(owner: "phone") { 100 } }
         await #expect(throws: ComputePoolError.busy(.query)) { try await flood[2].value }  // pushed out for the phone
         try await Self.waitQueued(pool, .query, 3)
-        // A second phone job is refused: taking another from the flood would leave it no more than the phone.
+        // A second phone job is refused: every queued turn comes before it (the flood's two left are its first round).
         await #expect(throws: ComputePoolError.busy(.query)) { try await pool.run(owner: "phone") { 101 } }
         release.signal()
         try await holder.value

@@ -69,7 +69,7 @@ struct FairAdmissionTests {
         #expect(gate.snapshot.waiting == count)
     }
 
-    @Test("A phone arriving behind a flooding identity's backlog is served after the flood's first turns, not all")
+    @Test("A phone arriving behind a flooding identity's backlog is served after the flood's first two, not all")
     func phoneGetsItsTurn() async throws {
         let (gate, order, latch, holder) = try await Self.heldGate(maxWait: .seconds(30), owner: "flood", name: "flood-0")
         var tasks = [holder]
@@ -81,8 +81,9 @@ struct FairAdmissionTests {
         try await Self.waitWaiting(gate, 5)
         latch.open()
         for task in tasks { try await task.value }
-        // The flood's first two waiting requests were fresh turns, then one of its rotation's, then the phone's.
-        #expect(order.all == ["flood-0", "flood-1", "flood-2", "flood-3", "phone", "flood-4"])
+        // The flood's first two waiting were placed before the phone came, its next two after its first two: the phone
+        // goes ahead of those.
+        #expect(order.all == ["flood-0", "flood-1", "flood-2", "phone", "flood-3", "flood-4"])
         #expect(gate.snapshot.inUse == 0)
     }
 
@@ -102,7 +103,7 @@ struct FairAdmissionTests {
         #expect(throws: LookupError.self) { try gate.precheck(owner: owner) }
     }
 
-    @Test("A flooding identity's request whose turn would come too late is refused at once, 503 with Retry-After; a phone behind that backlog waits its turn")
+    @Test("A flooding identity's request whose turn would come too late is refused at once, 503 with Retry-After; a phone behind that backlog goes ahead of it, and the flood's last turn is refused")
     func refusedByEstimate() async throws {
         // Turns of 1 s; the estimate refuses past half of the 15 s allowed.
         let (gate, order, latch, holder) = try await Self.heldGate(maxWait: .seconds(15), turn: .seconds(1), owner: "flood", name: "flood-0")
@@ -114,15 +115,51 @@ struct FairAdmissionTests {
         }
         await Self.expectRefusedAtOnce(gate, owner: "flood", "seven of its turns were ahead of it")
         #expect(gate.snapshot.refused[.estimate] == 2)
-        // A phone is fresh: its turn comes after the flood's two fresh turns and one of its rotation's, not its
-        // backlog (estimated at seven turns with its lookup's second request: within the limit).
+        // A phone not served lately goes ahead of the flood's backlog, after its first two (estimated at four turns with
+        // its lookup's second request: within the limit). The flood's last turn, now the eighth, is past the limit and
+        // refused.
         try gate.precheck(owner: "phone")
         tasks.append(Self.request(gate, owner: "phone", name: "phone", order: order, latch: latch))
-        try await Self.waitWaiting(gate, 8)
+        await #expect(throws: LookupError.self) { try await tasks[7].value }
+        #expect(gate.snapshot.refused[.estimate] == 3)
+        try await Self.waitWaiting(gate, 7)
         latch.open()
-        for task in tasks { try await task.value }
-        #expect(Array(order.all.prefix(5)) == ["flood-0", "flood-1", "flood-2", "flood-3", "phone"], "\(order.all)")
+        for (i, task) in tasks.enumerated() where i != 7 { try await task.value }
+        #expect(Array(order.all.prefix(4)) == ["flood-0", "flood-1", "flood-2", "phone"], "\(order.all)")
         #expect(gate.snapshot.inUse == 0)
+    }
+
+    @Test("A phone placed ahead of a flood's waiting turns pushes the last of them past the limit: they are refused at once, 503 with Retry-After, not left to wait out the wait")
+    func floodTailRefusedAtOnce() async throws {
+        // Turns of 1 s; the estimate refuses past half of the 9 s allowed.
+        let (gate, order, latch, holder) = try await Self.heldGate(maxWait: .seconds(9), turn: .seconds(1), owner: "flood", name: "flood-0")
+        var tasks = [holder]
+        for i in 1...4 {  // the last waits four turns: within the limit
+            tasks.append(Self.request(gate, owner: "flood", name: "flood-\(i)", order: order, latch: latch))
+            try await Self.waitWaiting(gate, i)
+        }
+        let refused = Self.Order()
+        for request in ["block", "identity"] {
+            tasks.append(Self.request(gate, owner: "phone", name: "phone-\(request)", order: order, latch: latch))
+            _ = try await eventually(seconds: 2.5) { gate.snapshot.refused[.estimate] == (request == "block" ? 1 : 2) }
+            try await Self.waitWaiting(gate, 4)
+        }
+        // The phone's two went ahead of the flood's waiting turns, and the flood's last two were refused then.
+        #expect(gate.snapshot.refused[.estimate] == 2)
+        for (i, task) in tasks.enumerated() where i >= 3 && i <= 4 {
+            do {
+                try await task.value
+                Issue.record("flood-\(i) was not refused")
+            } catch let error as LookupError {
+                #expect(error.status == .serviceUnavailable && error.retryAfter != nil)
+                refused.add("flood-\(i)")
+            }
+        }
+        #expect(refused.all == ["flood-3", "flood-4"])
+        latch.open()
+        for (i, task) in tasks.enumerated() where i < 3 || i > 4 { try await task.value }
+        #expect(order.all == ["flood-0", "flood-1", "flood-2", "phone-block", "phone-identity"])
+        #expect(gate.snapshot.refused[.timeout] == nil)
     }
 
     @Test("A crowd of phones, each lookup two requests, more than the wait allows: each phone is admitted with room for both, served together, and the newcomer is refused at once, not after waiting out the wait")
