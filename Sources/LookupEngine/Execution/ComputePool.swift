@@ -11,9 +11,9 @@ import Tracing
 /// slow lookups by at most that share and never queue in front of them. Within a lane, waiting jobs are served
 /// by owner (the User-Identifier), the owners served least lately first (`FairQueue`), and a full queue makes room for
 /// a newcomer by refusing the last turn if the newcomer's comes before it: a flood from a few users cannot make one
-/// phone wait behind all of it. A query
-/// job that the jobs ahead of it (served in turn, at the mean time a query holds its slot) would keep waiting past
-/// its deadline is refused at once (`deadlineUnreachable`, 503), not queued to time out.
+/// phone wait behind all of it. A query job that the jobs ahead of it (served in turn, at the mean time a query
+/// holds its slot) would keep waiting past its deadline is refused at once (`deadlineUnreachable`, 503), not queued
+/// to time out.
 public final class ComputePool: Sendable {
     /// The width a process's pool has unless configured: 2, or 1 when the process may use one core (two queries
     /// time-sharing one core only make both late).

@@ -5,11 +5,11 @@ import Foundation
 /// wait behind another's backlog, and an owner asking more than the others is the one that waits. Every job takes a
 /// *turn*, in a group of at most `groupTurns` of its owner's turns served one after the other; a group is placed
 /// by its owner's level when it began (turns served lately while another owner waited, halving every `halfLife`
-/// such turns, plus jobs queued), levels in order and within a level in arrival order. A phone asking now and then has used little and
-/// goes ahead of a flooding owner's next turns; a crowd of phones is served in arrival order, each lookup's two
-/// requests one after the other; owners wanting more than the capacity share it by turns. An owner's jobs keep
-/// their order: a turn serves its owner's oldest job. When the queue is full, a newcomer can push out the last turn
-/// if it would come before it.
+/// such turns, plus jobs queued), levels in order and within a level in arrival order. A phone asking now and then
+/// has used little and goes ahead of a flooding owner's next turns; a crowd of phones is served in arrival order,
+/// each lookup's two requests one after the other; owners wanting more than the capacity share it by turns. An
+/// owner's jobs keep their order: a turn serves its owner's oldest job. When the queue is full, a newcomer can push
+/// out the last turn if it would come before it.
 package struct FairQueue<Element> {
     /// An owner's turns served together: a phone's lookup is two requests at once.
     package static var groupTurns: Int { 2 }
@@ -156,15 +156,18 @@ package struct FairQueue<Element> {
         record.usage * exp2(-Double(served - record.at) / Self.halfLife)
     }
 
-    /// Forgets `owner` if it has nothing queued and its usage has decayed below half a turn, as `forget` does.
+    /// Whether `record` can be forgotten: nothing queued and its usage decayed below half a turn (its next turn is
+    /// at level 0 either way).
+    private func isIdle(_ record: Owner) -> Bool { record.waiting.isEmpty && usage(record) < 0.5 }
+
+    /// Forgets `owner` if idle.
     private mutating func dropIfIdle(_ owner: String) {
-        if let record = owners[owner], record.waiting.isEmpty, usage(record) < 0.5 { owners.removeValue(forKey: owner) }
+        if let record = owners[owner], isIdle(record) { owners.removeValue(forKey: owner) }
     }
 
-    /// Forgets owners with nothing queued whose usage has decayed below half a turn (their next turn is at level 0
-    /// either way), so the records follow the owners active lately, not every owner ever seen.
+    /// Forgets every idle owner, so the records follow the owners active lately, not every owner ever seen.
     private mutating func forget() {
-        owners = owners.filter { !$0.value.waiting.isEmpty || usage($0.value) >= 0.5 }
+        owners = owners.filter { !isIdle($0.value) }
         forgetAbove = max(64, 2 * owners.count)
     }
 }

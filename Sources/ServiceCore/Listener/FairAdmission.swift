@@ -14,8 +14,8 @@ public final class FairAdmission: Sendable {
     public struct Limits: Sendable, Equatable {
         /// Requests past the gate at once.
         public var slots: Int
-        /// Requests waiting at most; a newcomer then pushes out the newest request of the identity waiting most,
-        /// if that identity has at least two more waiting than the newcomer's, else it is refused.
+        /// Requests waiting at most; a newcomer then pushes out the last turn's request if its own turn would come
+        /// before it, else it is refused.
         public var maxQueued: Int
         /// Longest wait for a slot.
         public var maxWait: Duration
@@ -34,9 +34,9 @@ public final class FairAdmission: Sendable {
 
     /// Why a request was refused at the gate (the `reason` label of `callveil_admission_refusals_total`).
     public enum Refusal: String, Sendable, CaseIterable {
-        /// Its turn would come after half of `maxWait`.
+        /// Its turn would come after half of `maxWait`, when it came or once a request placed ahead pushed it there.
         case estimate
-        /// The queue was full and it was the newest of the identity waiting most.
+        /// The queue was full and its turn was the last.
         case full
         /// It waited `maxWait` without a turn.
         case timeout
@@ -96,8 +96,11 @@ public final class FairAdmission: Sendable {
         let ahead = s.queue.ahead(of: owner)
         let pair = s.queue.has(owner) ? 0 : FairQueue<Waiter>.groupTurns - 1
         guard ahead > 0, let wait = s.hold.wait(turns: ahead + pair + 1, slots: limits.slots) else { return false }
-        return wait > limits.maxWait / 2
+        return wait > estimateLimit
     }
+
+    /// The latest turn the estimate admits: half of `maxWait`.
+    private var estimateLimit: Duration { limits.maxWait / 2 }
 
     /// Runs `body` once `owner` has a slot, then frees it; throws `LookupError` 503 with `Retry-After` when refused.
     public func admit<T>(owner: String, _ body: () async throws -> T) async throws -> T {
@@ -163,7 +166,7 @@ public final class FairAdmission: Sendable {
     /// least lately that fit, and a flood's turns are refused while young, not after waiting out the wait. The first
     /// in line is never refused.
     private func trimTail(_ s: inout State) {
-        while s.queue.count > 1, let wait = s.hold.wait(turns: s.queue.count, slots: limits.slots), wait > limits.maxWait / 2,
+        while s.queue.count > 1, let wait = s.hold.wait(turns: s.queue.count, slots: limits.slots), wait > estimateLimit,
               let last = s.queue.popLast() {
             refuse(last, .estimate, &s)
         }

@@ -18,6 +18,13 @@ struct FairQueueTests {
         return queue
     }
 
+    /// Every element left, in the order served.
+    static func drain(_ queue: inout FairQueue<String>) -> [String] {
+        var served: [String] = []
+        while let next = queue.popFirst() { served.append(next) }
+        return served
+    }
+
     @Test("A phone's lookup (two requests) behind 8 flooding owners is served first, both requests together")
     func phoneAheadOfBacklog() {
         var queue = Self.flooded(owners: 8, each: 10)
@@ -26,8 +33,7 @@ struct FairQueueTests {
         #expect(queue.continuesPair(of: "phone"))
         queue.append("phone-identity", owner: "phone")
         let queued = queue.count
-        var served: [String] = []
-        while let next = queue.popFirst() { served.append(next) }
+        let served = Self.drain(&queue)
         #expect(Array(served.prefix(2)) == ["phone-block", "phone-identity"], "served \(served.prefix(6))")
         #expect(served.count == queued, "nothing lost")
     }
@@ -37,8 +43,7 @@ struct FairQueueTests {
         var queue = FairQueue<String>()
         for i in 0..<30 { queue.append("big-\(i)", owner: "big") }
         for i in 0..<6 { queue.append("small-\(i)", owner: "small") }
-        var served: [String] = []
-        while let next = queue.popFirst() { served.append(next) }
+        let served = Self.drain(&queue)
         let firstTwelve = served.prefix(12)
         #expect(firstTwelve.filter { $0.hasPrefix("small") }.count == 6, "the owner that queued less shared every round: \(firstTwelve)")
         #expect(served.filter { $0.hasPrefix("big") } == (0..<30).map { "big-\($0)" }, "an owner's requests keep their order")
@@ -49,16 +54,14 @@ struct FairQueueTests {
         var queue = FairQueue<String>()
         for i in 0..<4 { queue.append("flood-\(i)", owner: "flood") }
         queue.append("other-0", owner: "other")
-        var served: [String] = []
-        while let next = queue.popFirst() { served.append(next) }
+        var served = Self.drain(&queue)
         #expect(served == ["flood-0", "flood-1", "other-0", "flood-2", "flood-3"], "two turns together, then the next owner's")
         // The flood took three turns while the other waited (its last, alone, is not counted), the other one.
         queue.append("flood-4", owner: "flood")
         queue.append("other-1", owner: "other")
         queue.append("phone", owner: "phone")
         #expect(queue.ahead(of: "newcomer") == 1, "behind the phone, ahead of the two served lately")
-        served = []
-        while let next = queue.popFirst() { served.append(next) }
+        served = Self.drain(&queue)
         #expect(served == ["phone", "other-1", "flood-4"])
     }
 
@@ -67,8 +70,7 @@ struct FairQueueTests {
         var queue = FairQueue<String>()
         for i in 0..<3 { queue.append("phone-\(i)", owner: "phone") }
         queue.append("other-0", owner: "other-0")
-        var served: [String] = []
-        while let next = queue.popFirst() { served.append(next) }
+        let served = Self.drain(&queue)
         #expect(served == ["phone-0", "phone-1", "other-0", "phone-2"])
         queue.append("other-1", owner: "other-1")
         #expect(queue.ahead(of: "phone") == 1, "just served three turns while others waited, the phone goes behind a newcomer")
@@ -119,8 +121,7 @@ struct FairQueueTests {
             queue.append("p\(p)-identity", owner: "p\(p)")
         }
         #expect(queue.ahead(of: "late") == 20)
-        var served: [String] = []
-        while let next = queue.popFirst() { served.append(next) }
+        let served = Self.drain(&queue)
         #expect(served == (0..<10).flatMap { ["p\($0)-block", "p\($0)-identity"] }, "\(served)")
     }
 
