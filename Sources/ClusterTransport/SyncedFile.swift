@@ -3,8 +3,10 @@ import Foundation
 /// A file written whole or not at all: the bytes go to a temporary name, are synced, renamed into place, and the
 /// folder is synced, so a crash leaves either the previous state or the complete file (and perhaps the temporary).
 public enum SyncedFile {
-    /// Writes `bytes` to `path` through `temporary` (removed on failure), owner-readable only.
-    public static func save(_ bytes: [UInt8], to path: String, temporary: String) throws {
+    /// Writes `bytes` to `path`, owner-readable only, through a temporary `<path>.<pid>-<random><suffix>` of its own
+    /// (removed on failure), so writers of the same path never share one.
+    public static func save(_ bytes: [UInt8], to path: String, temporarySuffix suffix: String) throws {
+        let temporary = temporaryPath(for: path, suffix: suffix)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw ClusterError.spool("cannot create \(temporary) (errno \(errno))") }
         var done = 0
@@ -29,5 +31,10 @@ public enum SyncedFile {
             fsync(folder)
             close(folder)
         }
+    }
+
+    /// A temporary name for `path` no other writer uses.
+    static func temporaryPath(for path: String, suffix: String) -> String {
+        "\(path).\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))\(suffix)"
     }
 }

@@ -30,7 +30,8 @@ public struct TransferSource: Sendable {
     }
 
     /// A source over `bytes` kept as the file `<directory>/<sha256>.cvshard` and read from there per chunk. The file
-    /// is written to a temporary name, synced and renamed, so a crash leaves either no file or the whole one; an
+    /// is written to a temporary name of its own (`….cvshard.<pid>-<random>.partial`), synced and renamed, so a
+    /// crash leaves either no file or the whole one, and two writes of the same content never share a temporary; an
     /// existing file of the right size is kept.
     /// `sha256` is the bytes' digest when the caller has it already.
     public static func spooled(_ bytes: [UInt8], sha256: [UInt8]? = nil, in directory: String,
@@ -44,7 +45,7 @@ public struct TransferSource: Sendable {
             } catch {
                 throw ClusterError.spool("cannot create \(directory): \(error)")
             }
-            try SyncedFile.save(bytes, to: path, temporary: path + ".partial")
+            try SyncedFile.save(bytes, to: path, temporarySuffix: ".partial")
         }
         return TransferSource(sha256: sha, totalBytes: bytes.count, chunkSize: chunkSize, storage: .file(path))
     }
@@ -68,14 +69,25 @@ public struct TransferSource: Sendable {
     }
 
     /// Removes the spooled files in `directory` other than those of `keeping` (content hashes), and leftovers of
-    /// interrupted writes; returns how many files it removed.
+    /// interrupted writes: another process's temporaries (the spool's `DirectoryLock` means none is still writing)
+    /// and this process's temporaries of content not kept. Returns how many files it removed.
     @discardableResult
     public static func pruneSpool(_ directory: String, keeping: Set<[UInt8]>) -> Int {
         let kept = Set(keeping.map { URL(fileURLWithPath: spoolPath(sha256: $0, in: directory)).lastPathComponent })
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
+        let ours = ".\(getpid())-"
         var removed = 0
-        for name in names where (name.hasSuffix(".cvshard") || name.hasSuffix(".cvshard.partial")) && !kept.contains(name) {
-            if (try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")) != nil { removed += 1 }
+        for name in names {
+            let remove: Bool
+            if name.hasSuffix(".cvshard") {
+                remove = !kept.contains(name)
+            } else if let end = name.range(of: ".cvshard.")?.lowerBound, name.hasSuffix(".partial") {
+                let target = String(name[..<end]) + ".cvshard"
+                remove = !kept.contains(target) || !name.dropFirst(target.count).hasPrefix(ours)
+            } else {
+                remove = false
+            }
+            if remove, (try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")) != nil { removed += 1 }
         }
         return removed
     }

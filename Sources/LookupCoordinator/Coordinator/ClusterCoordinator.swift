@@ -31,7 +31,8 @@ public final class ClusterCoordinator: ShardExecutor {
         /// Uncompressed bytes per transfer chunk.
         public var transferChunkBytes = 1 << 20
         /// Where the shard files workers fetch are kept (one file per content hash, read a chunk at a time); nil holds
-        /// them in memory. A service keeps them on disk, so its memory holds each shard once, in a worker.
+        /// them in memory. A service keeps them on disk, so its memory holds each shard once, in a worker. The
+        /// coordinator holds the directory (`DirectoryLock`) until it stops: a second one given it fails to start.
         public var spoolDirectory: String?
         /// The coordinator's CURVE key pair and the workers it admits (public key → worker id); required across hosts.
         public var curve: (keys: CurveKeyPair, allowedWorkers: [String: String])?
@@ -97,6 +98,8 @@ public final class ClusterCoordinator: ShardExecutor {
     let zap: ZAPAuthenticator?
     private let monitor = Mutex<Task<Void, Never>?>(nil)
     private let steering = Mutex<Task<Void, Never>?>(nil)
+    /// The hold on the spool directory, released when the coordinator stops.
+    private let spoolLock: Mutex<DirectoryLock?>
     /// The bound endpoint (a `tcp://…:0` bind resolved to its port).
     public let endpoint: String
     /// Whether libzmq enforces the ZAP domain (handshakes fail when the authenticator is down); the coordinator
@@ -109,6 +112,7 @@ public final class ClusterCoordinator: ShardExecutor {
         self.options = options
         self.keyStore = keyStore
         self.logger = logger
+        spoolLock = Mutex(try options.spoolDirectory.map { try DirectoryLock(directory: $0) })
         let refusals = RefusalLog(logger: logger, metrics: options.metrics)
         zap = try options.curve.map {
             try ZAPAuthenticator(context: context, allowed: $0.allowedWorkers) { address, mechanism in
@@ -166,6 +170,7 @@ public final class ClusterCoordinator: ShardExecutor {
         for p in pending { p.continuation?.resume(throwing: EngineError(.unavailable, "coordinator stopping")) }
         for waiter in waiters { waiter.continuation.resume(returning: Reservation.unheld) }
         loop.withLock { $0?.stop() }
+        spoolLock.withLock { $0 = nil }
     }
 
 

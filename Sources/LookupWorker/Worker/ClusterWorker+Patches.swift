@@ -27,7 +27,7 @@ extension ClusterWorker {
             transferIO.async { [self] in
                 continuation.resume(returning: Result {
                     let bytes = try ShardPatch.apply(message, to: try readShardFile(key, sha: base), target: sha)
-                    try SyncedFile.save(bytes, to: path, temporary: path + ".writing")
+                    try SyncedFile.save(bytes, to: path, temporarySuffix: ".writing")
                     return bytes
                 })
             }

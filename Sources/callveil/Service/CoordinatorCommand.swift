@@ -35,14 +35,16 @@ struct CoordinatorCommand: AsyncParsableCommand {
         metrics.setBuildInfo(version: callveilVersion)
         var options = try cluster.coordinatorOptions(path: config)
         options.metrics = metrics
-        // The shard files workers fetch are kept with the service's state and read a chunk at a time.
-        options.spoolDirectory = (try ServiceConfig.load(path: cluster.service).stateDirectory ?? URL(fileURLWithPath: cluster.service)
-            .deletingLastPathComponent().path) + "/coordinator-spool"
-        let context = try ZMQContext()
-        let coordinatorOptions = options
         let host = self.host ?? cluster.host ?? "127.0.0.1", port = self.port ?? cluster.port ?? 8080
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         let holder = cluster.name ?? "\(ProcessInfo.processInfo.hostName):\(port)"
+        // The shard files workers fetch are kept with the service's state, a folder per coordinator (two started from
+        // one service config share its state directory), and read a chunk at a time.
+        let state = try ServiceConfig.load(path: cluster.service).stateDirectory
+            ?? URL(fileURLWithPath: cluster.service).deletingLastPathComponent().path
+        options.spoolDirectory = "\(state)/coordinator-spool/\(Self.folderName(holder))"
+        let context = try ZMQContext()
+        let coordinatorOptions = options
         let server = try await LookupServer(configPath: cluster.service, pool: nil, metrics: metrics, makeExecutor: { environment in
             var options = coordinatorOptions
             // With a shared store, coordinators elect one placement leader there and the others follow it.
@@ -60,5 +62,11 @@ struct CoordinatorCommand: AsyncParsableCommand {
         try await runUntilSignalled(app, tracing: tracing, logger: logger)
         await server.executor.stop()
         await server.shutdownGateway()
+    }
+
+    /// A coordinator's name as one folder name: letters, digits, `.`, `-` and `_` kept, anything else `_`.
+    static func folderName(_ name: String) -> String {
+        let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") ? $0 : "_" })
+        return safe.allSatisfy { $0 == "." } ? "_" + safe : safe
     }
 }
