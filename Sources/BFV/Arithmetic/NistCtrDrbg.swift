@@ -1,54 +1,63 @@
 import _CryptoExtras
 import Crypto
+import FoundationEssentials
 
 /// NIST SP 800-90A CTR_DRBG with AES-128, no derivation function, no personalization and no reseeding:
 /// the generator the reference uses to expand a 32-byte seed (SPEC-HE §4).
 public struct NistCtrDrbg: Sendable {
     /// Seed length in bytes (key length + block length).
     public static let seedCount = 32
-    private var key: [UInt8]
+    /// The most bytes one Generate returns.
+    public static let maxGenerate = 65536
+    /// Zeros the keystream is the encryption of (CTR over zeros; the most bytes and an Update's), shared so that no
+    /// call allocates them.
+    private static let zeros = [UInt8](repeating: 0, count: maxGenerate + seedCount)
+    private var key: SymmetricKey
     /// V as a big-endian 128-bit counter.
     private var v: UInt128
 
     /// Instantiates the generator; throws unless the seed is exactly 32 bytes.
     public init(seed: some Collection<UInt8>) throws {
         guard seed.count == Self.seedCount else { throw HEError.invalidSeedLength(seed.count) }
-        key = [UInt8](repeating: 0, count: 16)
+        key = SymmetricKey(data: [UInt8](repeating: 0, count: 16))
         v = 0
         try update(Array(seed))
     }
 
     /// `E_key(V+1) ‖ E_key(V+2) ‖ …`, `blocks` blocks long; does not change V.
-    private func keystream(blocks: Int) throws -> [UInt8] {
-        var counter = v &+ 1
-        var nonce = [UInt8](repeating: 0, count: 16)
-        for i in 0..<16 {
-            nonce[15 - i] = UInt8(truncatingIfNeeded: counter)
-            counter >>= 8
-        }
-        let zeros = [UInt8](repeating: 0, count: blocks * 16)
-        let out = try AES._CTR.encrypt(zeros, using: SymmetricKey(data: key), nonce: AES._CTR.Nonce(nonceBytes: nonce))
-        return [UInt8](out)
+    private func keystream(blocks: Int) throws -> Data {
+        let nonce = try withUnsafeBytes(of: (v &+ 1).bigEndian) { try AES._CTR.Nonce(nonceBytes: $0) }
+        return try AES._CTR.encrypt(Self.zeros[0..<blocks * 16], using: key, nonce: nonce)
     }
 
     private mutating func update(_ provided: [UInt8]) throws {
-        var temp = try keystream(blocks: 2)
+        var temp = [UInt8](try keystream(blocks: 2))
         for i in 0..<32 { temp[i] ^= provided[i] }
-        key = Array(temp[0..<16])
-        var nv: UInt128 = 0
-        for b in temp[16..<32] { nv = (nv << 8) | UInt128(b) }
-        v = nv
+        key = SymmetricKey(data: temp[0..<16])
+        v = temp[16..<32].reduce(UInt128(0)) { ($0 << 8) | UInt128($1) }
     }
 
     /// NIST Generate without additional input: `count` bytes (at most 65536), then Update with zeros.
     public mutating func generate(count: Int) throws -> [UInt8] {
-        precondition(count >= 0 && count <= 65536, "generate request larger than the DRBG allows")
-        let blocks = (count + 15) / 16
-        let out = try keystream(blocks: blocks)
-        v = v &+ UInt128(blocks)
-        try update([UInt8](repeating: 0, count: 32))
-        return Array(out.prefix(count))
+        var out = [UInt8](repeating: 0, count: count)
+        try out.withUnsafeMutableBytes { try generate(into: $0) }
+        return out
     }
+
+    /// `generate(count:)` written into `out` (at most 65536 bytes), so a caller refilling a buffer allocates none.
+    /// The Update that follows encrypts the next two counter values under the same key, so one CTR pass covers the
+    /// bytes and the Update.
+    public mutating func generate(into out: UnsafeMutableRawBufferPointer) throws {
+        precondition(out.count <= Self.maxGenerate, "generate request larger than the DRBG allows")
+        let blocks = (out.count + 15) / 16
+        let stream = try keystream(blocks: blocks + 2)
+        stream.copyBytes(to: out, count: out.count)
+        // Update with zeros as provided data: the next key and V are the two blocks after the output's.
+        let next = [UInt8](stream[stream.index(stream.startIndex, offsetBy: blocks * 16)...])
+        key = SymmetricKey(data: next[0..<16])
+        v = next[16..<32].reduce(UInt128(0)) { ($0 << 8) | UInt128($1) }
+    }
+
 }
 
 /// A source of bytes for the samplers: either seed-expanded (reproducible) or the system's secure RNG.
@@ -75,11 +84,12 @@ public struct SeededByteStream: ByteSource, Sendable {
         var written = 0
         while written < out.count {
             if position == buffer.count {
-                // AES-CTR over an in-memory buffer with a valid 16-byte key and nonce cannot fail.
-                guard let next = try? drbg.generate(count: Self.chunkSize) else {
+                // AES-CTR over an in-memory buffer with a valid 16-byte key and nonce cannot fail. The buffer is
+                // refilled in place: a key parse draws hundreds of chunks.
+                if buffer.isEmpty { buffer = [UInt8](repeating: 0, count: Self.chunkSize) }
+                do { try buffer.withUnsafeMutableBytes { try drbg.generate(into: $0) } } catch {
                     preconditionFailure("AES-CTR failed on a valid key")
                 }
-                buffer = next
                 position = 0
             }
             let n = min(out.count - written, buffer.count - position)
