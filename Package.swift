@@ -234,7 +234,7 @@ let package = Package(
         .executableTarget(
             name: "callveil",
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage",
-                           "Reports", "LookupWorker", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
+                           "Reports", "LookupWorker", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator", "ClusterTransport",
                            "LookupDeployment", "LookupClient", "ZeroMQ", logging, serviceLifecycle, unixSignals,
                            hummingbird, argumentParser, asyncHTTPClient, nioSSL, nioCore, "Onboarding"],
             swiftSettings: strict),

@@ -35,6 +35,14 @@ public enum SyncedFile {
 
     /// A temporary name for `path` no other writer uses.
     static func temporaryPath(for path: String, suffix: String) -> String {
-        "\(path).\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))\(suffix)"
+        "\(ownPrefix(of: path))\(String(UInt64.random(in: 0...UInt64.max), radix: 16))\(suffix)"
     }
+
+    /// Whether `name` is a temporary this process's `save` made for the file named `target` with `suffix`.
+    public static func isOwnTemporary(_ name: String, of target: String, suffix: String) -> Bool {
+        name.hasPrefix(ownPrefix(of: target)) && name.hasSuffix(suffix)
+    }
+
+    /// How this process's temporaries for `path` begin.
+    private static func ownPrefix(of path: String) -> String { "\(path).\(getpid())-" }
 }

@@ -45,7 +45,7 @@ public struct TransferSource: Sendable {
             } catch {
                 throw ClusterError.spool("cannot create \(directory): \(error)")
             }
-            try SyncedFile.save(bytes, to: path, temporarySuffix: ".partial")
+            try SyncedFile.save(bytes, to: path, temporarySuffix: temporarySuffix)
         }
         return TransferSource(sha256: sha, totalBytes: bytes.count, chunkSize: chunkSize, storage: .file(path))
     }
@@ -63,6 +63,9 @@ public struct TransferSource: Sendable {
         return false
     }
 
+    /// How a spooled file's temporaries end, while they are written.
+    private static let temporarySuffix = ".partial"
+
     /// The spooled file of content `sha256` in `directory`.
     public static func spoolPath(sha256: [UInt8], in directory: String) -> String {
         "\(directory)/\(sha256.map { String(format: "%02x", $0) }.joined()).cvshard"
@@ -75,15 +78,14 @@ public struct TransferSource: Sendable {
     public static func pruneSpool(_ directory: String, keeping: Set<[UInt8]>) -> Int {
         let kept = Set(keeping.map { URL(fileURLWithPath: spoolPath(sha256: $0, in: directory)).lastPathComponent })
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
-        let ours = ".\(getpid())-"
         var removed = 0
         for name in names {
             let remove: Bool
             if name.hasSuffix(".cvshard") {
                 remove = !kept.contains(name)
-            } else if let end = name.range(of: ".cvshard.")?.lowerBound, name.hasSuffix(".partial") {
+            } else if let end = name.range(of: ".cvshard.")?.lowerBound, name.hasSuffix(temporarySuffix) {
                 let target = String(name[..<end]) + ".cvshard"
-                remove = !kept.contains(target) || !name.dropFirst(target.count).hasPrefix(ours)
+                remove = !kept.contains(target) || !SyncedFile.isOwnTemporary(name, of: target, suffix: temporarySuffix)
             } else {
                 remove = false
             }

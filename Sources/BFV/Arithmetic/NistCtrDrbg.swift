@@ -33,8 +33,13 @@ public struct NistCtrDrbg: Sendable {
     private mutating func update(_ provided: [UInt8]) throws {
         var temp = [UInt8](try keystream(blocks: 2))
         for i in 0..<32 { temp[i] ^= provided[i] }
-        key = SymmetricKey(data: temp[0..<16])
-        v = temp[16..<32].reduce(UInt128(0)) { ($0 << 8) | UInt128($1) }
+        adopt(temp)
+    }
+
+    /// The Update's last step: the first 16 of `state`'s 32 bytes are the new key, the last 16 the new V.
+    private mutating func adopt(_ state: [UInt8]) {
+        key = SymmetricKey(data: state[0..<16])
+        v = state[16..<32].reduce(UInt128(0)) { ($0 << 8) | UInt128($1) }
     }
 
     /// NIST Generate without additional input: `count` bytes (at most 65536), then Update with zeros.
@@ -53,9 +58,7 @@ public struct NistCtrDrbg: Sendable {
         let stream = try keystream(blocks: blocks + 2)
         stream.copyBytes(to: out, count: out.count)
         // Update with zeros as provided data: the next key and V are the two blocks after the output's.
-        let next = [UInt8](stream[stream.index(stream.startIndex, offsetBy: blocks * 16)...])
-        key = SymmetricKey(data: next[0..<16])
-        v = next[16..<32].reduce(UInt128(0)) { ($0 << 8) | UInt128($1) }
+        adopt([UInt8](stream[stream.index(stream.startIndex, offsetBy: blocks * 16)...]))
     }
 
 }

@@ -8,8 +8,7 @@ struct ShardFiles: Sendable {
     let directory: String
 
     func folder(_ key: ShardKey) -> String {
-        let safe = key.useCase.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" }
-        return "\(directory)/\(String(safe))/\(key.configID.hexString)"
+        "\(directory)/\(FolderName.safe(key.useCase))/\(key.configID.hexString)"
     }
 
     /// The file names of one content of a shard: the shard file, its `.partial` while it arrives, and its scan

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClusterTransport
 import Foundation
 import Hummingbird
 import Logging
@@ -42,7 +43,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         // one service config share its state directory), and read a chunk at a time.
         let state = try ServiceConfig.load(path: cluster.service).stateDirectory
             ?? URL(fileURLWithPath: cluster.service).deletingLastPathComponent().path
-        options.spoolDirectory = "\(state)/coordinator-spool/\(Self.folderName(holder))"
+        options.spoolDirectory = "\(state)/coordinator-spool/\(FolderName.safe(holder))"
         let context = try ZMQContext()
         let coordinatorOptions = options
         let server = try await LookupServer(configPath: cluster.service, pool: nil, metrics: metrics, makeExecutor: { environment in
@@ -62,11 +63,5 @@ struct CoordinatorCommand: AsyncParsableCommand {
         try await runUntilSignalled(app, tracing: tracing, logger: logger)
         await server.executor.stop()
         await server.shutdownGateway()
-    }
-
-    /// A coordinator's name as one folder name: letters, digits, `.`, `-` and `_` kept, anything else `_`.
-    static func folderName(_ name: String) -> String {
-        let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") ? $0 : "_" })
-        return safe.allSatisfy { $0 == "." } ? "_" + safe : safe
     }
 }

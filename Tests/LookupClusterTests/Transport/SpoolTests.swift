@@ -13,18 +13,20 @@ struct SpoolTests {
     /// Bytes of one shard's content for these tests.
     static let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
 
-    /// A fresh spool path under a new temporary directory, and that directory (to remove).
-    static func freshSpool() throws -> (spool: String, directory: String) {
+    /// Their content hash.
+    static let sha = TransferSource.digest(bytes)
+
+    /// A fresh spool path under a new temporary directory, that directory (to remove), and where `bytes` spool in it.
+    static func freshSpool() throws -> (spool: String, directory: String, path: String) {
         let directory = try temporaryDirectory()
-        return ("\(directory)/spool", directory)
+        return ("\(directory)/spool", directory, TransferSource.spoolPath(sha256: sha, in: "\(directory)/spool"))
     }
 
     @Test("The same content spooled by several writers at once: every write succeeds and the file is whole")
     func concurrentWritesOfOneContent() async throws {
-        let (spool, directory) = try Self.freshSpool()
+        let (spool, directory, path) = try Self.freshSpool()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let sha = TransferSource.digest(Self.bytes)
-        let path = TransferSource.spoolPath(sha256: sha, in: spool)
+        let sha = Self.sha
         for round in 0..<20 {
             try? FileManager.default.removeItem(atPath: path)
             let failures = await withTaskGroup(of: String?.self) { group in
@@ -45,10 +47,9 @@ struct SpoolTests {
 
     @Test("A prune while content it keeps is being written leaves the write alone")
     func pruneDuringWrite() async throws {
-        let (spool, directory) = try Self.freshSpool()
+        let (spool, directory, path) = try Self.freshSpool()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let sha = TransferSource.digest(Self.bytes)
-        let path = TransferSource.spoolPath(sha256: sha, in: spool)
+        let sha = Self.sha
         try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
         for round in 0..<20 {
             try? FileManager.default.removeItem(atPath: path)
@@ -67,9 +68,9 @@ struct SpoolTests {
 
     @Test("A prune removes other processes' temporaries and the old fixed-name one, and keeps this process's of kept content")
     func pruneLeftovers() throws {
-        let (spool, directory) = try Self.freshSpool()
+        let (spool, directory, _) = try Self.freshSpool()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let kept = TransferSource.digest(Self.bytes), gone = TransferSource.digest([1, 2, 3])
+        let kept = Self.sha, gone = TransferSource.digest([1, 2, 3])
         let keptFile = URL(fileURLWithPath: TransferSource.spoolPath(sha256: kept, in: spool)).lastPathComponent
         let goneFile = URL(fileURLWithPath: TransferSource.spoolPath(sha256: gone, in: spool)).lastPathComponent
         let ours = "\(keptFile).\(getpid())-1f.partial"
