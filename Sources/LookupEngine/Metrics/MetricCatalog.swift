@@ -58,6 +58,7 @@ public enum MetricCatalog {
         // Cluster: worker
         "callveil_worker_shard_bytes": "Bytes of shard evaluation form held by this worker, by backing (memory, mapped).",
         "callveil_worker_shards": "Shards this worker holds loaded.",
+        "callveil_worker_transfer_retries_total": "Shard chunk requests this worker sent again because no answer came within the link's retry wait.",
         "callveil_worker_keys_expired_total": "Evaluation keys this worker dropped after their maximum age.",
         // Process and configuration
         "callveil_build_info": "Always 1; the version of the running build as a label.",

@@ -13,12 +13,15 @@ public final class LinkFaults: Sendable {
     private let rng: Mutex<SplitMix64>
     private let counts = Mutex((dropped: 0, passed: 0))
     private let observe: (@Sendable (ClusterMessage) -> Void)?
+    private let only: (@Sendable (ClusterMessage) -> Bool)?
 
-    /// Drops `dropRate` of control messages, choosing with a generator seeded with `seed`; `observe` sees every
-    /// message sent or received on the link before the choice.
-    public init(dropRate: Double, seed: UInt64, observe: (@Sendable (ClusterMessage) -> Void)? = nil) {
+    /// Drops `dropRate` of control messages (of those `only` holds for, when given), choosing with a generator
+    /// seeded with `seed`; `observe` sees every message sent or received on the link before the choice.
+    public init(dropRate: Double, seed: UInt64, only: (@Sendable (ClusterMessage) -> Bool)? = nil,
+                observe: (@Sendable (ClusterMessage) -> Void)? = nil) {
         self.dropRate = min(max(dropRate, 0), 1)
         self.seed = seed
+        self.only = only
         self.observe = observe
         rng = Mutex(SplitMix64(seed: seed))
     }
@@ -26,6 +29,7 @@ public final class LinkFaults: Sendable {
     /// Whether to drop `message`.
     public func drops(_ message: ClusterMessage) -> Bool {
         observe?(message)
+        if let only, !only(message) { return false }
         switch message.body {
         case .query?, .reply?, .keyRequest?, .keyReply?, nil: return false
         default:

@@ -18,7 +18,7 @@ extension ClusterWorker {
             guard let transfer = s.transfers[key], transfer.sha256 == sha, !transfer.busy, transfer.offset == 0,
                   transfer.patchBase == base, message.totalBytes == transfer.assign.totalBytes else { return nil }
             transfer.busy = true
-            transfer.lastActivity = .now
+            Self.answered(transfer, in: &s)
             return transfer
         }
         guard let transfer = claimed else { return }  // not asked for, or already settled: ignored
@@ -37,7 +37,6 @@ extension ClusterWorker {
         let step: Step = state.withLock { s in
             transfer.busy = false
             guard s.transfers[key] === transfer else { return .ignore }  // dropped or replaced meanwhile
-            transfer.lastActivity = .now
             switch applied {
             case .success(let bytes):
                 s.transfers.removeValue(forKey: key)

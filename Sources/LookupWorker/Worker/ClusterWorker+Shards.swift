@@ -23,7 +23,6 @@ extension ClusterWorker {
             if s.loaded[key] == sha || s.loading[key] == sha { return .nothing }
             if let transfer = s.transfers[key] {
                 if transfer.sha256 == sha {
-                    transfer.lastActivity = .now
                     transfer.link = link
                     return .resend(transfer.offset, transfer.patchBase)
                 }
@@ -71,8 +70,18 @@ extension ClusterWorker {
     }
 
     /// Asks for content `sha` of a shard from `offset`, naming `patchBase` (content held on disk) when a patch
-    /// from it would do.
+    /// from it would do, and arms the request's timer: unanswered within the link's retry wait, it is sent again.
     func requestTransfer(_ key: ShardKey, sha: [UInt8], offset: Int, link: Int, patchBase: [UInt8]? = nil) {
+        let armed = state.withLock { s -> (request: Int, wait: Duration)? in
+            guard let transfer = s.transfers[key], transfer.sha256 == sha else { return nil }
+            transfer.request += 1
+            transfer.repeated = transfer.requestedOffset == offset
+            transfer.requestedOffset = offset
+            transfer.requestedAt = .now
+            let estimate = s.roundTrips[link] ?? RoundTripEstimate()
+            return (transfer.request, estimate.timeout(floor: options.transferRetryFloor, ceiling: options.transferStall,
+                                                      unanswered: transfer.unanswered))
+        }
         var ref = key.ref
         ref.sha256 = Data(sha)
         send(.with {
@@ -82,20 +91,34 @@ extension ClusterWorker {
                 if let patchBase { $0.patchBase = Data(patchBase) }
             }
         }, link: link)
+        guard let armed else { return }
+        Task { [weak self] in
+            try? await Task.sleep(for: armed.wait)
+            self?.requestTimedOut(key, request: armed.request)
+        }
     }
 
-    /// Asks again for the next chunk of every transfer that has heard nothing for `transferStall`.
-    func resumeStalledTransfers() {
-        let stall = options.transferStall
-        let stalled = state.withLock { s -> [(ShardKey, [UInt8], Int, Int, [UInt8]?)] in
-            let now = ContinuousClock.now
-            return s.transfers.compactMap { key, transfer in
-                guard !transfer.busy, now - transfer.lastActivity > stall else { return nil }
-                transfer.lastActivity = now
-                return (key, transfer.sha256, transfer.offset, transfer.link, transfer.patchBase)
-            }
+    /// A request's timer ran out: if it is still the transfer's latest and no chunk is being written, the same
+    /// chunk (or patch) is asked for again. A chunk being written asks for the next one when it settles.
+    func requestTimedOut(_ key: ShardKey, request: Int) {
+        let again = state.withLock { s -> (sha: [UInt8], offset: Int, link: Int, base: [UInt8]?)? in
+            guard !s.stopped, let transfer = s.transfers[key], transfer.request == request, !transfer.busy else { return nil }
+            transfer.unanswered += 1
+            s.transferRetries += 1
+            return (transfer.sha256, transfer.offset, transfer.link, transfer.patchBase)
         }
-        for (key, sha, offset, link, base) in stalled { requestTransfer(key, sha: sha, offset: offset, link: link, patchBase: base) }
+        guard let again else { return }
+        options.metrics?.increment("callveil_worker_transfer_retries_total")
+        requestTransfer(key, sha: again.sha, offset: again.offset, link: again.link, patchBase: again.base)
+    }
+
+    /// An answer (a chunk or a patch) claimed a transfer: the link is moving again, so the doubled waits end; the
+    /// request it answers is a round-trip sample of the link unless that offset had been asked for before (Karn:
+    /// the answer may be to either copy).
+    static func answered(_ transfer: Transfer, in s: inout State) {
+        transfer.unanswered = 0
+        guard !transfer.repeated else { return }
+        s.roundTrips[transfer.link, default: RoundTripEstimate()].add(.now - transfer.requestedAt)
     }
 
     /// One chunk: verified and appended; a duplicate (an answer to a repeated request) is ignored; a corrupt one
@@ -108,7 +131,7 @@ extension ClusterWorker {
                 return nil
             }
             transfer.busy = true
-            transfer.lastActivity = .now
+            Self.answered(transfer, in: &s)
             transfer.patchBase = nil  // the coordinator answered with the whole shard: it has no patch for it
             return transfer
         }
@@ -137,7 +160,6 @@ extension ClusterWorker {
         let step: Step = state.withLock { s in
             transfer.busy = false
             guard s.transfers[key] === transfer else { return .ignore }  // dropped or replaced meanwhile
-            transfer.lastActivity = .now
             switch written {
             case .more(let offset):
                 transfer.offset = offset

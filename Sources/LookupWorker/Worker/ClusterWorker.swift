@@ -50,8 +50,11 @@ public final class ClusterWorker: Sendable {
         public var metrics: ServiceMetrics?
         /// The compute pool (an embedded worker shares the service's; nil: one of width 2, 1 on one core, for this worker).
         public var pool: ComputePool?
-        /// A transfer with no chunk for this long is asked for again.
+        /// The longest wait for an answer to a chunk request before asking again (and the wait before the link's
+        /// first round trip is known); otherwise a few round trips of the link, doubled per unanswered request.
         public var transferStall: Duration = .seconds(2)
+        /// The shortest wait for an answer to a chunk request before asking again.
+        public var transferRetryFloor: Duration = .milliseconds(200)
         /// Drops a fraction of control messages (tests and drills).
         public var faults: LinkFaults?
         /// Bytes of shard databases held in this process's memory; shards beyond it are served from their mapped
@@ -103,6 +106,10 @@ public final class ClusterWorker: Sendable {
         /// `QueryCancel` can stop one.
         var queries: [QueryID: Task<Void, Never>] = [:]
         var stopped = false
+        /// Round trips of chunk requests, by link.
+        var roundTrips: [Int: RoundTripEstimate] = [:]
+        /// Chunk requests asked again because no answer came in time.
+        var transferRetries = 0
     }
 
     /// An open transfer. Its fields are only touched while holding the state lock; its `sink` only by the one
@@ -118,7 +125,15 @@ public final class ClusterWorker: Sendable {
         /// A chunk is being written.
         var busy = false
         var failures = 0
-        var lastActivity = ContinuousClock.now
+        /// The latest request: its number (a timer armed for an older one does nothing), when it was sent, the
+        /// offset it asked for, and whether that offset had been asked for before (its answer is no round-trip
+        /// sample then).
+        var request = 0
+        var requestedAt = ContinuousClock.now
+        var requestedOffset: Int?
+        var repeated = false
+        /// Requests in a row that went unanswered in time (each doubles the next wait).
+        var unanswered = 0
         /// The content of this shard the worker holds verified on disk, offered as a patch base while the transfer
         /// is at its start; nil once a chunk came or a patch failed (the whole shard is fetched then), so it is set
         /// only while `offset` is 0.
@@ -217,7 +232,6 @@ public final class ClusterWorker: Sendable {
                     self?.logger.warning("heartbeat late", metadata: ["seconds": "\(gap.components.seconds)"])
                 }
                 self?.sendHello()
-                self?.resumeStalledTransfers()
                 last = ContinuousClock.now
             }
         }
@@ -245,6 +259,9 @@ public final class ClusterWorker: Sendable {
 
     /// Transfers started (fresh or resumed) since this worker started; 0 when every shard came from disk.
     public var transfersStarted: Int { state.withLock { $0.transfersStarted } }
+
+    /// Chunk requests sent again because no answer came within the link's retry wait.
+    public var transferRetries: Int { state.withLock { $0.transferRetries } }
 
     /// Whole-shard checksum failures detected (each reported to the coordinator and fetched again).
     public var wholeShardFailures: Int { state.withLock { $0.wholeShardFailures } }
