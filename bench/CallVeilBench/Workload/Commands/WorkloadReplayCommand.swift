@@ -68,12 +68,21 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
                                       keyCache: before.flatMap { b in after.map { WorkloadMetrics.keyCache(before: b, after: $0) } })
         try summary.writeResultsJSON(to: "\(target.dir)/results-\(label).json")
         print(summary.markdown)
+        // Refusals spread over the run are a load the gate turns away; refusals bunched in a second or two are a
+        // stall of the server: say which.
+        let refusedBySecond = Dictionary(grouping: results.filter { $0.status != 200 }) { Int($0.arrival.rounded(.down)) }
+        if !refusedBySecond.isEmpty {
+            print("refused requests by the second of their arrival: "
+                  + refusedBySecond.sorted { $0.key < $1.key }.map { "\($0.key) s: \($0.value.count)" }.joined(separator: ", "))
+        }
         if afterSeconds > 0, let afterRate, let recoveredP99 {
             let recovery = WorkloadRecovery(results: all, floodEnd: duration, threshold: recoveredP99 / 1000)
             print(String(format: "after the flood (%.1f calls/s for %.0f s): %d calls, p99 %.1f ms, %d refused; ", afterRate, afterSeconds,
                          recovery.calls, recovery.p99 * 1000, recovery.refused)
                   + (recovery.recoveredAfter.map { String(format: "calls arriving %.1f s after the flood ended or later: p99 within %.1f ms", $0, recoveredP99) }
                      ?? String(format: "p99 not back within %.1f ms in the window", recoveredP99)))
+            print("per second from the flood's end (calls, refused, slower than \(recoveredP99) ms): "
+                  + recovery.timeline.map { "\($0.start): \($0.calls)/\($0.refused)/\($0.late)" }.joined(separator: "  "))
             try recovery.writeResultsJSON(to: "\(target.dir)/results-\(label)-recovery.json")
         }
     }
