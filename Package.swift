@@ -303,7 +303,7 @@ let package = Package(
             name: "LookupClusterTests",
             dependencies: ["PIR", "LookupProtocol", "Dataset", "LookupEngine", "LookupStorage", "LookupWorker",
                            "ServiceCore", "LookupService", "LookupCoordinator", "LookupDeployment", "LookupClient",
-                           "ClusterTransport", "ZeroMQ", "ServiceTestSupport", "LoadGeneration", postgresNIO],
+                           "ClusterTransport", "ZeroMQ", "ServiceTestSupport", "LoadGeneration", "ConformanceSupport", postgresNIO],
             swiftSettings: strict),
         .testTarget(
             name: "TransportTests",

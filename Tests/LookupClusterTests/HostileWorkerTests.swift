@@ -1,4 +1,5 @@
 import ClusterTransport
+import ConformanceSupport
 import Foundation
 import LookupCoordinator
 import LookupProtocol
@@ -73,8 +74,7 @@ struct HostileWorkerTests {
 
     @Test("Random and mutated frames from an admitted connection: no crash, other queries unaffected")
     func hostileFrames() async throws {
-        let seed = ProcessInfo.processInfo.environment["CALLVEIL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...1_000_000)
-        print("hostile worker: seed \(seed) (set CALLVEIL_SEED to replay)")
+        let seed = TestRandom().seed  // printed; CALLVEIL_SEED replays it
         // Both are admitted (CURVE): the attacker is a member of the cluster, identified by its key as "evil".
         let server = try CurveKeyPair.generate(), goodKeys = try CurveKeyPair.generate(), evilKeys = try CurveKeyPair.generate()
         let cluster = try await ClusterTests.start(replication: 1, curve: (server, [goodKeys.publicKey: "good", evilKeys.publicKey: "evil"]), count: 60)

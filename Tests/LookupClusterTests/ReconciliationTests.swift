@@ -1,4 +1,5 @@
 import ClusterTransport
+import ConformanceSupport
 import Foundation
 import LookupClient
 import LookupCoordinator
@@ -198,8 +199,7 @@ struct ReconciliationTests {
 
     @Test("20% of control messages lost at random (seeded): the cluster still converges to the desired placement")
     func lossyControlPlane() async throws {
-        let seed = ProcessInfo.processInfo.environment["CALLVEIL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...1_000_000)
-        print("lossy control plane: seed \(seed) (set CALLVEIL_SEED to replay)")
+        let seed = TestRandom().seed  // printed; CALLVEIL_SEED replays it
         let faults = LinkFaults(dropRate: 0.2, seed: seed)
         // A realistic heartbeat timeout (3 s, the default): with 1 s, two lost heartbeats in a row would declare a worker dead.
         let cluster = try await ClusterTests.start(replication: 2, count: 150, chunkBytes: 16384, faults: faults, heartbeatTimeout: .seconds(3))
@@ -225,8 +225,7 @@ struct ReconciliationTests {
 
     @Test("Lost chunks and chunk requests are asked for again within a few round trips: a transfer completes although the longest wait and the coordinator's first re-send are a minute")
     func lostChunksAskedAgain() async throws {
-        let seed = ProcessInfo.processInfo.environment["CALLVEIL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...1_000_000)
-        print("lost chunks: seed \(seed) (set CALLVEIL_SEED to replay)")
+        let seed = TestRandom().seed  // printed; CALLVEIL_SEED replays it
         // A quarter of chunk requests and of chunks lost at the coordinator (about 44% of round trips), 16 KiB
         // chunks: about 40 chunk round trips. Nothing else is lost, and the coordinator re-sends an assign only
         // after a minute, so only the worker's own timer can ask again within the bound.

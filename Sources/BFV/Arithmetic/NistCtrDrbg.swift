@@ -60,7 +60,6 @@ public struct NistCtrDrbg: Sendable {
         // Update with zeros as provided data: the next key and V are the two blocks after the output's.
         adopt([UInt8](stream[stream.index(stream.startIndex, offsetBy: blocks * 16)...]))
     }
-
 }
 
 /// A source of bytes for the samplers: either seed-expanded (reproducible) or the system's secure RNG.
