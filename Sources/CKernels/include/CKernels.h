@@ -17,7 +17,8 @@ void cv_tune_allocator(void);
 int cv_usable_cores(void);
 
 /// Brackets a large transient build (a shard's evaluation form): between the calls freed memory goes back to the
-/// kernel from every arena as it is freed, and the last `cv_transient_end` restores the tuned thresholds and trims.
+/// kernel from every arena as it is freed, and the last `cv_transient_end` restores the tuned thresholds and trims;
+/// it also counts as activity, so what the caller frees after the build is released once the process is idle.
 /// Calls nest and may come from any thread.
 void cv_transient_begin(void);
 void cv_transient_end(void);

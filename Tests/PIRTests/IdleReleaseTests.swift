@@ -1,0 +1,46 @@
+#if os(Linux)
+import Foundation
+import PIR
+import Testing
+
+/// The tuned allocator keeps freed buffers while requests come and gives them back once the process is idle. A
+/// shard's build is followed by its caller freeing the file it read; that memory must go back too, or a freshly
+/// loaded process holds megabytes of freed heap until its first request. Each test runs in a child process of its
+/// own (an exit test): the allocator is process-wide, and other tests' queries would mark activity.
+@Suite("Allocator idle release")
+struct IdleReleaseTests {
+    /// Anonymous resident memory of this process, in KiB.
+    static func residentAnonymousKiB() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("RssAnon:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    @Test("What a build's caller frees after the build goes back to the kernel once the process is idle")
+    func releasedAfterBuild() async {
+        await #expect(processExitsWith: .success) {
+            MulPirServer.tuneAllocator()
+            MulPirServer.setIdleRelease(milliseconds: 100)
+            // 16 MiB in 128 KiB buffers: below the tuned mmap threshold, so in the heap, as a shard file read is.
+            var buffers: [UnsafeMutableRawPointer] = (0..<128).map { _ in
+                let p = malloc(128 << 10)!
+                memset(p, 0x5a, 128 << 10)
+                return p
+            }
+            // Kept: the freed buffers stay a free chunk below it instead of joining the heap's top, as a build's
+            // inputs sit below what the build keeps.
+            let fence = malloc(64)
+            MulPirServer.transientBuild {}
+            let held = IdleReleaseTests.residentAnonymousKiB()
+            for p in buffers { free(p) }
+            buffers.removeAll()
+            // Quiet for well over the idle time: the releaser wakes every quarter of it.
+            try? await Task.sleep(for: .milliseconds(1500))
+            let after = IdleReleaseTests.residentAnonymousKiB()
+            print("anonymous resident: \(held) KiB with the buffers, \(after) KiB after freeing them and 1.5 s idle")
+            free(fence)
+            exit(held - after >= 12 << 10 ? 0 : 1)
+        }
+    }
+}
+#endif
