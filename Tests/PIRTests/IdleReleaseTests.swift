@@ -22,7 +22,7 @@ struct IdleReleaseTests {
             MulPirServer.tuneAllocator()
             MulPirServer.setIdleRelease(milliseconds: 100)
             // 16 MiB in 128 KiB buffers: below the tuned mmap threshold, so in the heap, as a shard file read is.
-            var buffers: [UnsafeMutableRawPointer] = (0..<128).map { _ in
+            let buffers: [UnsafeMutableRawPointer] = (0..<128).map { _ in
                 let p = malloc(128 << 10)!
                 memset(p, 0x5a, 128 << 10)
                 return p
@@ -33,7 +33,6 @@ struct IdleReleaseTests {
             MulPirServer.transientBuild {}
             let held = IdleReleaseTests.residentAnonymousKiB()
             for p in buffers { free(p) }
-            buffers.removeAll()
             // Quiet for well over the idle time: the releaser wakes every quarter of it.
             try? await Task.sleep(for: .milliseconds(1500))
             let after = IdleReleaseTests.residentAnonymousKiB()
