@@ -10,8 +10,9 @@ WORK=${2:-/tmp/callveil-scale}
 BLOCK_SHARDS=${BLOCK_SHARDS:-$(( (ROWS + 999999) / 1000000 ))}
 IDENTITY_SHARDS=${IDENTITY_SHARDS:-$(( (ROWS + 149999) / 150000 ))}
 cd "$(dirname "$0")/.."
-swift build -c release --product callveil >/dev/null
-CV=$PWD/.build/release/callveil
+source scripts/release-flags.sh
+swift build "${release_build[@]}" --product callveil >/dev/null
+CV=$(swift build "${release_build[@]}" --show-bin-path)/callveil
 mkdir -p "$WORK"
 cd "$WORK"
 

@@ -10,10 +10,11 @@ cd "$top"
 requests=${GATEWAY_BENCH_REQUESTS:-400}
 port=18443
 [ -x .build-venv/bin/python ] || make deps > /dev/null
-swift build -c release --product callveil 2>&1 | grep -E "error|complete" || true
-swift build -c release --product callveil-bench 2>&1 | grep -E "error|complete" || true
-bin="$(swift build -c release --show-bin-path)/callveil"
-bench_bin="$(swift build -c release --show-bin-path)/callveil-bench"
+source scripts/release-flags.sh
+swift build "${release_build[@]}" --product callveil 2>&1 | grep -E "error|complete" || true
+swift build "${release_build[@]}" --product callveil-bench 2>&1 | grep -E "error|complete" || true
+bin="$(swift build "${release_build[@]}" --show-bin-path)/callveil"
+bench_bin="$(swift build "${release_build[@]}" --show-bin-path)/callveil-bench"
 work=$(mktemp -d /tmp/callveil-gateway-bench.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }

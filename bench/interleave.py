@@ -13,7 +13,7 @@ alike. The table gives each contestant's median over all rounds (the median of t
 to the first contestant.
 
     bench/interleave.py --rounds 5 --queries 5 --threads 1,2 \
-        callveil='.build/release/PIRBench --interleave --rows-in /tmp/rows.bin' \
+        callveil='.build-release/release/PIRBench --interleave --rows-in /tmp/rows.bin' \
         other:1='/path/to/other-harness --rows-in /tmp/rows.bin'
 
 `NAME:1,2=COMMAND` limits a contestant to the listed thread counts.

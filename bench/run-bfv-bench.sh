@@ -5,8 +5,9 @@
 #   instructions per item = (count with K iterations − count with 0 iterations) / (K · items per run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product BFVBench >/dev/null
-bin=$(swift build -c release --show-bin-path)/BFVBench
+source scripts/release-flags.sh
+swift build "${release_build[@]}" --product BFVBench >/dev/null
+bin=$(swift build "${release_build[@]}" --show-bin-path)/BFVBench
 timings=$("$bin")
 
 counted=""

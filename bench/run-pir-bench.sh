@@ -18,8 +18,9 @@ parts=${PIR_BENCH_PARTS:-times,callgrind,keys,reference}
 seed=${PIR_BENCH_SEED:-$RANDOM$RANDOM}
 rounds=${PIR_BENCH_ROUNDS:-5}
 has() { [[ ",$parts," == *",$1,"* ]]; }
-swift build -c release --product PIRBench >/dev/null
-bin=$(swift build -c release --show-bin-path)/PIRBench
+source scripts/release-flags.sh
+swift build "${release_build[@]}" --product PIRBench >/dev/null
+bin=$(swift build "${release_build[@]}" --show-bin-path)/PIRBench
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -12,10 +12,11 @@ seconds=${SHARED_BENCH_SECONDS:-20}
 phones=${SHARED_BENCH_PHONES:-4}
 rounds=${SHARED_BENCH_ROUNDS:-2}
 port=18181 admin=19191 pgport=15433
-swift build -c release --product callveil 2>&1 | grep -E "error|complete" || true
-swift build -c release --product callveil-bench 2>&1 | grep -E "error|complete" || true
-bin="$(swift build -c release --show-bin-path)/callveil"
-bench_bin="$(swift build -c release --show-bin-path)/callveil-bench"
+source scripts/release-flags.sh
+swift build "${release_build[@]}" --product callveil 2>&1 | grep -E "error|complete" || true
+swift build "${release_build[@]}" --product callveil-bench 2>&1 | grep -E "error|complete" || true
+bin="$(swift build "${release_build[@]}" --show-bin-path)/callveil"
+bench_bin="$(swift build "${release_build[@]}" --show-bin-path)/callveil-bench"
 work=$(mktemp -d /tmp/callveil-shared-bench.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; pg_temp_stop; rm -rf "$work"; }

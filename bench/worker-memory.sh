@@ -23,10 +23,11 @@ KEY_CACHE_MIB=${KEY_CACHE_MIB:-512}
 cd "$(dirname "$0")/.."
 [ -f "$WORK/block/shard.manifest.json" ] && [ -f "$WORK/identity/shard.manifest.json" ] || {
   echo "no dataset in $WORK: run bash bench/dataset-scale.sh first"; exit 1; }
-swift build -c release --product callveil >/dev/null
-swift build -c release --product callveil-bench >/dev/null
-CV=${WORKER_MEMORY_BIN:-$PWD/.build/release/callveil}
-CVB=$PWD/.build/release/callveil-bench
+source scripts/release-flags.sh
+swift build "${release_build[@]}" --product callveil >/dev/null
+swift build "${release_build[@]}" --product callveil-bench >/dev/null
+CV=${WORKER_MEMORY_BIN:-$(swift build "${release_build[@]}" --show-bin-path)/callveil}
+CVB=$(swift build "${release_build[@]}" --show-bin-path)/callveil-bench
 run=$(mktemp -d /tmp/callveil-worker-memory.XXXXXX)
 pids=()
 cgroup=/sys/fs/cgroup/memory/callveil-bench-$$

@@ -7,7 +7,10 @@
 # CALLVEIL_BUILD=release builds and runs the release binary (benchmarks); the default is the debug build.
 netns_build() {
   local flags=()
-  [ "${CALLVEIL_BUILD:-debug}" = release ] && flags=(-c release)
+  if [ "${CALLVEIL_BUILD:-debug}" = release ]; then
+    source "$(dirname "${BASH_SOURCE[0]}")/../scripts/release-flags.sh"
+    flags=("${release_build[@]}")
+  fi
   swift build "${flags[@]}" --product callveil 2>&1 | grep -E "error|Build" | tail -1
   swift build "${flags[@]}" --product callveil-bench 2>&1 | grep -E "error|Build" | tail -1
   bin="$(swift build "${flags[@]}" --show-bin-path)/callveil"

@@ -9,8 +9,10 @@ cd "$top"
 version=$(sed -n 's/^let callveilVersion = "\(.*\)"$/\1/p' Sources/callveil/Support/Version.swift)
 [ -n "$version" ] || { echo "dist: no version in Sources/callveil/Support/Version.swift" >&2; exit 1; }
 build=${DIST_BUILD_PATH:-.build-dist}
-swift build -c release --static-swift-stdlib --product callveil --build-path "$build"
+source scripts/release-flags.sh
+swift build -c release "${release_flags[@]}" --static-swift-stdlib --product callveil --build-path "$build"
 bin="$build/release/callveil"
+python3 scripts/check-link-order.py "$bin" scripts/callveil.order.gz
 arch=$(dpkg --print-architecture)
 
 # The Debian package of each shared library the binary links directly (its NEEDED entries, found where ldd finds
