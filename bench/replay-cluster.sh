@@ -45,12 +45,9 @@ mkdir -p "$state"
 ulimit -n 8192
 netns_up
 
+source bench/demo-service.sh
 if [ ! -f "$state/dataset/identities.csv" ]; then
-  mkdir -p "$state/dataset"
-  "$bin" generate-demo --count "$rows" --output "$state/dataset/identities.csv" > /dev/null
-  "$bin" build-db --input "$state/dataset/identities.csv" --output "$state/dataset" > /dev/null
-  "$bin" process-db --input "$state/dataset/block.binpb" --output "$state/dataset/block" > /dev/null 2>&1
-  "$bin" process-db --input "$state/dataset/identity.binpb" --output "$state/dataset/identity" > /dev/null 2>&1
+  demo_dataset "$bin" "$state/dataset" "$rows"
 fi
 # The coordinator's certificate names its address (made anew each run: a kept state may come from other addresses).
 "$python" scripts/ohttp-client.py make-cert "$state" "${ips[0]}" > /dev/null

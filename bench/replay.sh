@@ -45,12 +45,9 @@ cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null || 
 trap cleanup EXIT
 ulimit -n 8192
 
+source bench/demo-service.sh
 if [ ! -f "$work/dataset/identities.csv" ]; then
-  mkdir -p "$work/dataset"
-  "$bin" generate-demo --count "$rows" --output "$work/dataset/identities.csv" > /dev/null
-  "$bin" build-db --input "$work/dataset/identities.csv" --output "$work/dataset" > /dev/null
-  "$bin" process-db --input "$work/dataset/block.binpb" --output "$work/dataset/block" > /dev/null 2>&1
-  "$bin" process-db --input "$work/dataset/identity.binpb" --output "$work/dataset/identity" > /dev/null 2>&1
+  demo_dataset "$bin" "$work/dataset" "$rows"
   "$python" scripts/ohttp-client.py make-cert "$work" > /dev/null
 fi
 "$python" - "$work" "$admin" "$cache" "${REPLAY_ADMISSION_WAIT_MS:-}" <<'PY'

@@ -35,25 +35,8 @@ server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null || true; [ -n "${SERVICE_MEMORY_DIR:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT
 
-if [ ! -f "$work/dataset/identity/shard.manifest.json" ]; then
-  mkdir -p "$work/dataset"
-  "$bin" generate-demo --count "$count" --output "$work/dataset/identities.csv" > /dev/null
-  "$bin" build-db --input "$work/dataset/identities.csv" --output "$work/dataset" > /dev/null
-  "$bin" process-db --input "$work/dataset/block.binpb" --output "$work/dataset/block" > /dev/null 2>&1
-  "$bin" process-db --input "$work/dataset/identity.binpb" --output "$work/dataset/identity" > /dev/null 2>&1
-fi
-python3 - "$work" "$admin" <<'PY'
-import json, sys
-work, admin = sys.argv[1], int(sys.argv[2])
-config = json.load(open("cluster/demo/service-config.json"))
-for u in config["usecases"]:
-    u["fileStem"] = f"{work}/dataset/{u['fileStem']}"
-config["stateDirectory"] = f"{work}/state"
-config["keys"]["database"] = f"{work}/state/keys.sqlite"
-config["http"] = {"adminPort": admin}
-config.pop("gateway", None)
-json.dump(config, open(f"{work}/service-config.json", "w"), indent=1)
-PY
+source "$top/bench/demo-service.sh"
+demo_service "$bin" "$work" "$count" "$admin"
 compact=$(cat "$work"/dataset/{block,identity}/*.cvshard | wc -c)
 echo "dataset: $count numbers, $(ls "$work"/dataset/{block,identity}/*.cvshard | wc -l) shard files, $((compact >> 20)) MiB of shard files"
 rss() { awk '/^VmRSS|^RssAnon|^RssFile/ {printf "%s=%d ", $1, $2/1024}' "/proc/$1/status"; }

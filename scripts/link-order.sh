@@ -31,23 +31,8 @@ server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; echo "$saved" > "$readahead"; rm -rf "$work"; }
 trap cleanup EXIT
 
-"$LINK_ORDER_BIN" generate-demo --count 20000 --output "$work/identities.csv" > /dev/null
-"$LINK_ORDER_BIN" build-db --input "$work/identities.csv" --output "$work/dataset" > /dev/null
-for usecase in block identity; do
-  "$LINK_ORDER_BIN" process-db --input "$work/dataset/$usecase.binpb" --output "$work/dataset/$usecase" > /dev/null 2>&1
-done
-python3 - "$work" <<'PY'
-import json, sys
-work = sys.argv[1]
-config = json.load(open("cluster/demo/service-config.json"))
-for u in config["usecases"]:
-    u["fileStem"] = f"{work}/dataset/{u['fileStem']}"
-config["stateDirectory"] = f"{work}/state"
-config["keys"]["database"] = f"{work}/state/keys.sqlite"
-config["http"] = {"adminPort": 18751}
-config.pop("gateway", None)
-json.dump(config, open(f"{work}/service-config.json", "w"), indent=1)
-PY
+source bench/demo-service.sh
+demo_service "$LINK_ORDER_BIN" "$work" 20000 18751
 mkdir -p "$work/state"
 cp "$LINK_ORDER_BIN" "$work/callveil"
 sync

@@ -9,14 +9,13 @@
 release_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 release_flags=(-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections)
 if [ "${CALLVEIL_LINK_ORDER:-1}" != 0 ] && [ -f "$release_top/scripts/callveil.order.gz" ]; then
-  # The linker reads the order as text; it is kept where the build's other outputs are, rewritten only on change.
-  mkdir -p "$release_top/.build-release"
-  gunzip -c "$release_top/scripts/callveil.order.gz" > "$release_top/.build-release/callveil.order.new"
-  if cmp -s "$release_top/.build-release/callveil.order.new" "$release_top/.build-release/callveil.order"; then
-    rm "$release_top/.build-release/callveil.order.new"
-  else
-    mv "$release_top/.build-release/callveil.order.new" "$release_top/.build-release/callveil.order"
+  # The linker reads the order as text, from a file named by the order's digest: a new order is a new linker
+  # argument, so the build links again (it does not watch the file's content).
+  release_order="$release_top/.build-release/callveil-$(sha256sum "$release_top/scripts/callveil.order.gz" | cut -c1-16).order"
+  if [ ! -f "$release_order" ]; then
+    mkdir -p "$release_top/.build-release"
+    gunzip -c "$release_top/scripts/callveil.order.gz" > "$release_order.new" && mv "$release_order.new" "$release_order"
   fi
-  release_flags+=(-Xlinker "--section-ordering-file=$release_top/.build-release/callveil.order")
+  release_flags+=(-Xlinker "--section-ordering-file=$release_order")
 fi
 release_build=(-c release --scratch-path "$release_top/.build-release" "${release_flags[@]}")
