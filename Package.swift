@@ -32,6 +32,7 @@ let optimizedEvenInDebug: [SwiftSetting] = strict + [.unsafeFlags(["-O"], .when(
 
 // The external products the targets use, each named once.
 let grdb: Target.Dependency = .product(name: "GRDB", package: "GRDB.swift")
+let grdbSQLite: Target.Dependency = .product(name: "GRDBSQLite", package: "GRDB.swift")
 let yams: Target.Dependency = .product(name: "Yams", package: "Yams")
 let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
@@ -296,7 +297,7 @@ let package = Package(
             dependencies: ["BFV", "PIR", "LookupProtocol", "Dataset", "URLFilter", "LookupEngine", "LookupStorage",
                            "Reports", "ServiceCore", "Gateway", "LookupService", "LookupCoordinator",
                            "LookupDeployment", "LookupClient", "ConformanceSupport", "ObliviousHTTP", "PrivacyPass",
-                           "ServiceTestSupport", "LoadGeneration", "Onboarding", hummingbird, grdb, serviceLifecycle, protobuf,
+                           "ServiceTestSupport", "LoadGeneration", "Onboarding", hummingbird, grdb, grdbSQLite, serviceLifecycle, protobuf,
                            logging, postgresNIO, nioEmbedded, crypto],
             swiftSettings: strict),
         .testTarget(

@@ -6,6 +6,12 @@ import LookupEngine
 /// the file with owner-only permissions, and the schema is migrated. A writer waits up to 5 s for another
 /// connection's write (another handle or process on the same file) instead of failing at once.
 package enum SQLiteFile {
+    /// The page cache each connection keeps at most. SQLite's default is 2 MiB per connection, and a pool has a
+    /// writer and up to five readers, so a store of 600 KB evaluation keys read once per parsed-key cache miss
+    /// kept up to 12 MiB of pages that the kernel's page cache holds anyway; 256 KiB still holds the B-tree's
+    /// inner pages and a nonce table's hot leaves.
+    package static let pageCacheKibibytes = 256
+
     package static func open(path: String, migrations: (inout DatabaseMigrator) -> Void) throws -> DatabasePool {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -14,6 +20,7 @@ package enum SQLiteFile {
         }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = -\(pageCacheKibibytes)") }
         let pool = try DatabasePool(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         migrations(&migrator)
