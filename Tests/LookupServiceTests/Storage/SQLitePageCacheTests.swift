@@ -49,3 +49,4 @@ struct SQLitePageCacheTests {
         #expect(largest <= limit + slack, "a reader holds \(largest) B of pages")
     }
 }
+

@@ -1,0 +1,48 @@
+import Foundation
+import GRDB
+import LookupEngine
+import LookupStorage
+import ServiceTestSupport
+import Testing
+
+/// A key write larger than the page cache (its pages spill to the WAL before the commit) that fails at each step,
+/// the row, the usage counters and the eviction of older keys: the store and a reopened one serve the previous
+/// version with counters that match it, and the next write works.
+@Suite("SQLite key store: failures while writing a spilled key")
+struct SpilledKeyWriteFailureTests {
+    static let id = [UInt8](repeating: 9, count: 32)
+
+    static func key(_ user: String, _ version: UInt8) -> StoredEvaluationKey {
+        .init(user: user, identifier: id, timestamp: UInt64(version), uploadedAt: Date(),
+              serialized: (0..<(600 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(version)) })
+    }
+
+    @Test("Failing after the row, after the counters, or in the eviction leaves the previous keys and counters",
+          arguments: ["AFTER UPDATE ON evaluation_keys", "AFTER UPDATE ON key_usage", "AFTER DELETE ON evaluation_keys"])
+    func failedStep(trigger: String) async throws {
+        let path = try temporaryDirectory() + "/keys.sqlite"
+        // Room for two keys: a third user's key evicts the oldest.
+        let open = { try SQLiteEvaluationKeyStore(path: path, maxBytes: 2 * (600 << 10) + 1) }
+        let store = try open()
+        _ = try await store.store(Self.key("u1", 1))
+        _ = try await store.store(Self.key("u2", 1))
+        let before = try await store.usage()
+        // Another connection adds the failure; the store's connections see the new schema.
+        let injector = try DatabaseQueue(path: path)
+        try await injector.write { db in try db.execute(sql: "CREATE TRIGGER injected \(trigger) BEGIN SELECT RAISE(ABORT, 'injected'); END") }
+        let write = trigger.contains("DELETE") ? Self.key("u3", 2) : Self.key("u1", 2)
+        await #expect(throws: (any Error).self) { _ = try await store.store(write) }
+        for (name, serving) in [("the same store", store), ("a reopened store", try open())] {
+            #expect(try await serving.key(user: "u1", identifier: Self.id)?.serialized == Self.key("u1", 1).serialized, "\(name): u1")
+            #expect(try await serving.key(user: "u2", identifier: Self.id)?.serialized == Self.key("u2", 1).serialized, "\(name): u2")
+            #expect(try await serving.key(user: "u3", identifier: Self.id) == nil, "\(name): u3")
+            let usage = try await serving.usage()
+            #expect(usage.keys == before.keys && usage.bytes == before.bytes, "\(name): \(usage)")
+        }
+        try await injector.write { db in try db.execute(sql: "DROP TRIGGER injected") }
+        _ = try await store.store(write)
+        #expect(try await store.key(user: write.user, identifier: Self.id)?.serialized == write.serialized)
+        let after = try await store.usage()
+        #expect(after.keys == 2 && after.bytes == 2 * (600 << 10))
+    }
+}
