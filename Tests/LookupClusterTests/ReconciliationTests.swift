@@ -159,7 +159,7 @@ struct ReconciliationTests {
         (server.server.executor as? ClusterCoordinator)?.shutdown()
     }
 
-    @Test("TCP workers: a same-config-id update, then kill -9 and restart after 1 s: shards back within 10 s from disk")
+    @Test("TCP workers: a same-config-id update, then kill -9 and restart within, at and past the heartbeat timeout: shards back within 10 s from disk")
     func tcpUpdateAndRestart() async throws {
         let cluster = try await ClusterTests.start(replication: 2, count: 150)
         var workers = [try cluster.worker("a"), try cluster.worker("b")]
@@ -173,20 +173,24 @@ struct ReconciliationTests {
         let files = FileManager.default.enumerator(atPath: "\(cluster.directory)/worker-a")?.compactMap { $0 as? String } ?? []
         #expect(files.filter { $0.hasSuffix(".cvshard") }.count == cluster.coordinator.desiredState.shards(on: "a").count)
 
-        // kill -9 and back after 1 s (the heartbeat timeout here is 1 s, so also try 0.3 s: within it).
-        for pause in [Duration.milliseconds(300), .seconds(1)] {
+        // kill -9 and back within the heartbeat timeout (1 s here), at it, and past it. Past it, "a" leaves the
+        // placement until it registers again, so the shards it must hold are counted before the kill.
+        let held = cluster.coordinator.desiredState.shards(on: "a").count
+        #expect(held > 0)
+        for pause in [Duration.milliseconds(300), .seconds(1), .seconds(2)] {
             workers[0].kill()
             try await Task.sleep(for: pause)
             let start = ContinuousClock.now
             workers[0] = try cluster.worker("a")
-            let wanted = cluster.coordinator.desiredState.shards(on: "a").count
-            while workers[0].loadedShards.count < wanted, ContinuousClock.now - start < .seconds(10) {
+            while workers[0].loadedShards.count < held || cluster.coordinator.desiredState.shards(on: "a").count < held,
+                  ContinuousClock.now - start < .seconds(10) {
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(await cluster.coordinator.waitUntilConverged(timeout: .seconds(10)))
             print("worker restarted after \(pause): converged in \(ContinuousClock.now - start)")
             #expect(workers[0].transfersStarted == 0, "shards on disk with a matching hash are reused, not transferred")
-            #expect(workers[0].loadedShards.count == cluster.coordinator.desiredState.shards(on: "a").count)
+            #expect(cluster.coordinator.desiredState.shards(on: "a").count == held)
+            #expect(workers[0].loadedShards.count == held)
         }
         let device = cluster.server.device()
         for record in cluster.data.records.prefix(6) {
