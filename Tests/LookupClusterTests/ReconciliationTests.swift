@@ -170,13 +170,14 @@ struct ReconciliationTests {
         #expect(workers.map(\.patches.applied) == [1, 1] && workers.allSatisfy { $0.patches.refused == 0 },
                 "patches \(workers.map(\.patches))")
         // Old content files are deleted once the new content is loaded.
-        let files = FileManager.default.enumerator(atPath: "\(cluster.directory)/worker-a")?.compactMap { $0 as? String } ?? []
-        #expect(files.filter { $0.hasSuffix(".cvshard") }.count == cluster.coordinator.desiredState.shards(on: "a").count)
-
-        // kill -9 and back within the heartbeat timeout (1 s here), at it, and past it. Past it, "a" leaves the
-        // placement until it registers again, so the shards it must hold are counted before the kill.
+        // The shards "a" must hold, counted while it is in the placement (past the heartbeat timeout below, it leaves
+        // the placement until it registers again).
         let held = cluster.coordinator.desiredState.shards(on: "a").count
         #expect(held > 0)
+        let files = FileManager.default.enumerator(atPath: "\(cluster.directory)/worker-a")?.compactMap { $0 as? String } ?? []
+        #expect(files.filter { $0.hasSuffix(".cvshard") }.count == held)
+
+        // kill -9 and back within the heartbeat timeout (1 s here), at it, and past it.
         for pause in [Duration.milliseconds(300), .seconds(1), .seconds(2)] {
             workers[0].kill()
             try await Task.sleep(for: pause)

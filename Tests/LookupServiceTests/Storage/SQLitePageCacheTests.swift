@@ -49,4 +49,3 @@ struct SQLitePageCacheTests {
         #expect(largest <= limit + slack, "a reader holds \(largest) B of pages")
     }
 }
-

@@ -11,10 +11,12 @@ import Testing
 @Suite("SQLite key store: failures while writing a spilled key")
 struct SpilledKeyWriteFailureTests {
     static let id = [UInt8](repeating: 9, count: 32)
+    /// A key's size: larger than a connection's page cache (`SQLiteFile.pageCacheKibibytes`).
+    static let keyBytes = 600 << 10
 
     static func key(_ user: String, _ version: UInt8) -> StoredEvaluationKey {
         .init(user: user, identifier: id, timestamp: UInt64(version), uploadedAt: Date(),
-              serialized: (0..<(600 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(version)) })
+              serialized: (0..<keyBytes).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(version)) })
     }
 
     @Test("Failing after the row, after the counters, or in the eviction leaves the previous keys and counters",
@@ -22,10 +24,11 @@ struct SpilledKeyWriteFailureTests {
     func failedStep(trigger: String) async throws {
         let path = try temporaryDirectory() + "/keys.sqlite"
         // Room for two keys: a third user's key evicts the oldest.
-        let open = { try SQLiteEvaluationKeyStore(path: path, maxBytes: 2 * (600 << 10) + 1) }
+        let open = { try SQLiteEvaluationKeyStore(path: path, maxBytes: 2 * Self.keyBytes + 1) }
         let store = try open()
-        _ = try await store.store(Self.key("u1", 1))
-        _ = try await store.store(Self.key("u2", 1))
+        let (u1, u2) = (Self.key("u1", 1), Self.key("u2", 1))
+        _ = try await store.store(u1)
+        _ = try await store.store(u2)
         let before = try await store.usage()
         // Another connection adds the failure; the store's connections see the new schema.
         let injector = try DatabaseQueue(path: path)
@@ -33,8 +36,8 @@ struct SpilledKeyWriteFailureTests {
         let write = trigger.contains("DELETE") ? Self.key("u3", 2) : Self.key("u1", 2)
         await #expect(throws: (any Error).self) { _ = try await store.store(write) }
         for (name, serving) in [("the same store", store), ("a reopened store", try open())] {
-            #expect(try await serving.key(user: "u1", identifier: Self.id)?.serialized == Self.key("u1", 1).serialized, "\(name): u1")
-            #expect(try await serving.key(user: "u2", identifier: Self.id)?.serialized == Self.key("u2", 1).serialized, "\(name): u2")
+            #expect(try await serving.key(user: "u1", identifier: Self.id)?.serialized == u1.serialized, "\(name): u1")
+            #expect(try await serving.key(user: "u2", identifier: Self.id)?.serialized == u2.serialized, "\(name): u2")
             #expect(try await serving.key(user: "u3", identifier: Self.id) == nil, "\(name): u3")
             let usage = try await serving.usage()
             #expect(usage.keys == before.keys && usage.bytes == before.bytes, "\(name): \(usage)")
@@ -43,6 +46,6 @@ struct SpilledKeyWriteFailureTests {
         _ = try await store.store(write)
         #expect(try await store.key(user: write.user, identifier: Self.id)?.serialized == write.serialized)
         let after = try await store.usage()
-        #expect(after.keys == 2 && after.bytes == 2 * (600 << 10))
+        #expect(after.keys == 2 && after.bytes == 2 * Self.keyBytes)
     }
 }
