@@ -3,13 +3,13 @@ import Foundation
 
 /// A queue served by how little each owner (one User-Identifier) has been served lately, so one owner's jobs do not
 /// wait behind another's backlog, and an owner asking more than the others is the one that waits. Every job takes a
-/// *turn*, in a group of at most `groupTurns` of its owner's turns served one after the other; a group is placed
-/// by its owner's level when it began (turns served lately while another owner waited, halving every `halfLife`
-/// such turns, plus jobs queued), levels in order and within a level in arrival order. A phone asking now and then
-/// has used little and goes ahead of a flooding owner's next turns; a crowd of phones is served in arrival order,
-/// each lookup's two requests one after the other; owners wanting more than the capacity share it by turns. An
-/// owner's jobs keep their order: a turn serves its owner's oldest job. When the queue is full, a newcomer can push
-/// out the last turn if it would come before it.
+/// *turn*, in a group of at most `groupTurns` of its owner's turns served one after the other; a group is placed by its
+/// owner's level when it began (turns served lately while another owner waited, halving every `halfLife` such turns,
+/// beyond one lookup's `groupTurns`, plus jobs queued), levels in order and within a level in arrival order. A phone
+/// asking now and then has used little and goes ahead of a flooding owner's next turns; a crowd of phones is served in
+/// arrival order, each lookup's two requests one after the other; owners wanting more than the capacity share it by
+/// turns. An owner's jobs keep their order: a turn serves its owner's oldest job. When the queue is full, a newcomer
+/// can push out the last turn if it would come before it.
 package struct FairQueue<Element> {
     /// An owner's turns served together: a phone's lookup is two requests at once.
     package static var groupTurns: Int { 2 }
@@ -138,7 +138,14 @@ package struct FairQueue<Element> {
            turns.count(where: { $0.owner == owner && $0.place.group == mate.group }) < Self.groupTurns {
             return Place(level: mate.level, group: mate.group, arrival: arrivals)
         }
-        return Place(level: Int(usage(record).rounded()) + record.waiting.count, group: arrivals, arrival: arrivals)
+        return Place(level: level(record) + record.waiting.count, group: arrivals, arrival: arrivals)
+    }
+
+    /// `record`'s usage beyond one lookup's turns, in whole turns: a phone that called a moment ago has used no more
+    /// than its lookup and keeps its place in a crowd, in arrival order, instead of going behind every fresh phone
+    /// and being pushed out of the queue after waiting; an owner asking for more than that goes behind.
+    private func level(_ record: Owner) -> Int {
+        max(0, Int((usage(record) - Double(Self.groupTurns)).rounded()))
     }
 
     /// How many queued turns are placed before `place` (where a turn placed there goes).

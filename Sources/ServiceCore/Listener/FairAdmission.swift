@@ -34,8 +34,10 @@ public final class FairAdmission: Sendable {
 
     /// Why a request was refused at the gate (the `reason` label of `callveil_admission_refusals_total`).
     public enum Refusal: String, Sendable, CaseIterable {
-        /// Its turn would come after half of `maxWait`, when it came or once a request placed ahead pushed it there.
+        /// Its turn would come after half of `maxWait` when it came.
         case estimate
+        /// It was waiting when a request placed ahead of it pushed its turn past half of `maxWait`.
+        case pushed
         /// The queue was full and its turn was the last.
         case full
         /// It waited `maxWait` without a turn.
@@ -168,7 +170,7 @@ public final class FairAdmission: Sendable {
     private func trimTail(_ s: inout State) {
         while s.queue.count > 1, let wait = s.hold.wait(turns: s.queue.count, slots: limits.slots), wait > estimateLimit,
               let last = s.queue.popLast() {
-            refuse(last, .estimate, &s)
+            refuse(last, .pushed, &s)
         }
     }
 
@@ -185,7 +187,7 @@ public final class FairAdmission: Sendable {
 
     private static func error(_ reason: Refusal) -> LookupError {
         switch reason {
-        case .estimate, .full: LookupError.unavailable("Too many requests ahead of this one; retry later", retryAfter: 1)
+        case .estimate, .pushed, .full: LookupError.unavailable("Too many requests ahead of this one; retry later", retryAfter: 1)
         case .timeout: LookupError.unavailable("No turn within the wait allowed; retry later", retryAfter: 1)
         }
     }

@@ -49,31 +49,61 @@ struct FairQueueTests {
         #expect(served.filter { $0.hasPrefix("big") } == (0..<30).map { "big-\($0)" }, "an owner's requests keep their order")
     }
 
-    @Test("Turns served while others waited weigh on an owner's next: a flood with nothing queued still goes after owners served less")
+    @Test("Turns served while others waited weigh on an owner's next beyond one lookup's two: an owner served more than that goes after owners served less, with nothing queued")
     func usageWeighs() {
         var queue = FairQueue<String>()
         for i in 0..<4 { queue.append("flood-\(i)", owner: "flood") }
         queue.append("other-0", owner: "other")
         var served = Self.drain(&queue)
         #expect(served == ["flood-0", "flood-1", "other-0", "flood-2", "flood-3"], "two turns together, then the next owner's")
-        // The flood took three turns while the other waited (its last, alone, is not counted), the other one.
+        // The flood took two turns while the other waited (its last two, alone, are not counted), the other one: both
+        // within a lookup's two, so arrival order.
         queue.append("flood-4", owner: "flood")
         queue.append("other-1", owner: "other")
         queue.append("phone", owner: "phone")
-        #expect(queue.ahead(of: "newcomer") == 1, "behind the phone, ahead of the two served lately")
         served = Self.drain(&queue)
-        #expect(served == ["phone", "other-1", "flood-4"])
+        #expect(served == ["flood-4", "other-1", "phone"])
+        // Now the flood took three turns while others waited, one beyond a lookup's; the other two.
+        queue.append("flood-5", owner: "flood")
+        queue.append("other-2", owner: "other")
+        #expect(queue.ahead(of: "newcomer") == 1, "behind the other, ahead of the flood")
+        queue.append("newcomer", owner: "newcomer")
+        served = Self.drain(&queue)
+        #expect(served == ["other-2", "newcomer", "flood-5"])
+    }
+
+    @Test("A phone that called a moment ago keeps its place in a crowd: fresh phones arriving after it do not go ahead of its one lookup and push it out of the queue; a second lookup does put it behind them")
+    func repeatCallerKeepsPlace() {
+        var queue = FairQueue<String>()
+        for phone in ["phone", "a"] {
+            for request in ["block", "identity"] { queue.append("\(phone)-\(request)", owner: phone) }
+        }
+        #expect(queue.popFirst() == "phone-block")
+        #expect(queue.popFirst() == "phone-identity")
+        // The phone calls again, then fresh phones arrive.
+        for phone in ["phone", "b", "c"] {
+            for request in ["block", "identity"] { queue.append("\(phone)-\(request)-2", owner: phone) }
+        }
+        var served = Self.drain(&queue)
+        #expect(served == ["a-block", "a-identity", "phone-block-2", "phone-identity-2", "b-block-2", "b-identity-2", "c-block-2", "c-identity-2"],
+                "\(served)")
+        // Two lookups served while others waited are more than a phone's one: its third goes behind the fresh phones.
+        for phone in ["phone", "d"] {
+            for request in ["block", "identity"] { queue.append("\(phone)-\(request)-3", owner: phone) }
+        }
+        served = Self.drain(&queue)
+        #expect(served == ["d-block-3", "d-identity-3", "phone-block-3", "phone-identity-3"], "\(served)")
     }
 
     @Test("Usage fades as other owners are served: a phone's lookup is forgotten by its next call; a turn taken alone costs nothing")
     func usageFades() {
         var queue = FairQueue<String>()
-        for i in 0..<3 { queue.append("phone-\(i)", owner: "phone") }
-        queue.append("other-0", owner: "other-0")
+        for i in 0..<6 { queue.append("phone-\(i)", owner: "phone") }
+        for i in 0..<4 { queue.append("other-0-\(i)", owner: "other-0") }
         let served = Self.drain(&queue)
-        #expect(served == ["phone-0", "phone-1", "other-0", "phone-2"])
+        #expect(served == ["phone-0", "phone-1", "other-0-0", "other-0-1", "phone-2", "phone-3", "other-0-2", "other-0-3", "phone-4", "phone-5"])
         queue.append("other-1", owner: "other-1")
-        #expect(queue.ahead(of: "phone") == 1, "just served three turns while others waited, the phone goes behind a newcomer")
+        #expect(queue.ahead(of: "phone") == 1, "just served four turns while others waited, the phone goes behind a newcomer")
         _ = queue.popFirst()
         // Four half-lives of other owners' turns, each taken while others waited.
         let crowd = Int(4 * FairQueue<String>.halfLife)

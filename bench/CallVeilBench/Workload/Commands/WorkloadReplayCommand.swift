@@ -65,7 +65,8 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
         let summary = WorkloadSummary(label: label, results: results, callsSent: afterSeconds > 0 ? Set(results.map(\.call)).count : used,
                                       seconds: afterSeconds > 0 ? duration : elapsed, toolCPU: toolCPU * share,
                                       toolLag: recorder.lagP99, serverCPU: serverCPU.map { $0 * share }, stages: before.flatMap { b in after.map { WorkloadMetrics.stages(before: b, after: $0) } } ?? [],
-                                      keyCache: before.flatMap { b in after.map { WorkloadMetrics.keyCache(before: b, after: $0) } })
+                                      keyCache: before.flatMap { b in after.map { WorkloadMetrics.keyCache(before: b, after: $0) } },
+                                      gateRefusals: before.flatMap { b in after.map { WorkloadMetrics.gateRefusals(before: b, after: $0) } })
         try summary.writeResultsJSON(to: "\(target.dir)/results-\(label).json")
         print(summary.markdown)
         // Refusals spread over the run are a load the gate turns away; refusals bunched in a second or two are a

@@ -56,6 +56,18 @@ struct WorkloadMetrics: Sendable {
         return stages.sorted { $0.stage < $1.stage }
     }
 
+    /// The fair gate's refusals in the run, by reason (`callveil_admission_refusals_total`).
+    static func gateRefusals(before: [String: Double], after: [String: Double]) -> [String: Double] {
+        let prefix = "callveil_admission_refusals_total{"
+        var refusals: [String: Double] = [:]
+        for (series, value) in after where series.hasPrefix(prefix) {
+            guard let reason = label("reason", in: series) else { continue }
+            let n = value - (before[series] ?? 0)
+            if n > 0 { refusals[reason] = n }
+        }
+        return refusals
+    }
+
     static func keyCache(before: [String: Double], after: [String: Double]) -> (hits: Double, misses: Double) {
         func delta(_ result: String) -> Double {
             let series = "callveil_key_cache_lookups_total{result=\"\(result)\"}"

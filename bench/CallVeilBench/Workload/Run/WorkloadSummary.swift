@@ -17,6 +17,10 @@ struct WorkloadSummary: Codable {
     var callP50: Double, callP99: Double, callMax: Double
     var requestP50: Double, requestP99: Double
     var refusalP99: Double
+    /// Refusals by how long they took: the upper bounds in ms and the count within each (the last is beyond).
+    var refusalLatencies: [Int]
+    /// The fair gate's refusals by reason, from the service's metrics.
+    var gateRefusals: [String: Double]?
     var toolCPUPerRequest: Double
     var toolLagP99: Double
     var serverCPUPerRequest: Double?
@@ -26,7 +30,7 @@ struct WorkloadSummary: Codable {
     var firstFailures: [String]
 
     init(label: String, results: [WorkloadResult], callsSent: Int, seconds: Double, toolCPU: Double, toolLag: Double, serverCPU: Double?,
-         stages: [WorkloadMetrics.Stage], keyCache: (hits: Double, misses: Double)?) {
+         stages: [WorkloadMetrics.Stage], keyCache: (hits: Double, misses: Double)?, gateRefusals: [String: Double]? = nil) {
         self.label = label
         calls = callsSent
         self.seconds = seconds
@@ -50,6 +54,13 @@ struct WorkloadSummary: Codable {
         requestP50 = BenchReport.percentile(answeredLatencies, 0.5)
         requestP99 = BenchReport.percentile(answeredLatencies, 0.99)
         refusalP99 = BenchReport.percentile(refused.map(\.latency.seconds), 0.99)
+        refusalLatencies = Self.refusalBounds.indices.map { i in
+            refused.filter { r in
+                let ms = r.latency.seconds * 1000
+                return ms <= Double(Self.refusalBounds[i]) && (i == 0 || ms > Double(Self.refusalBounds[i - 1]))
+            }.count
+        } + [refused.filter { $0.latency.seconds * 1000 > Double(Self.refusalBounds.last!) }.count]
+        self.gateRefusals = gateRefusals
         toolCPUPerRequest = toolCPU / Double(max(results.count, 1))
         toolLagP99 = toolLag
         serverCPUPerRequest = serverCPU.map { $0 / Double(max(results.count, 1)) }
@@ -58,6 +69,9 @@ struct WorkloadSummary: Codable {
         self.stages = stages
         firstFailures = Array(results.compactMap(\.failure).prefix(5))
     }
+
+    /// The bounds of `refusalLatencies`, ms.
+    static let refusalBounds = [10, 25, 50, 100, 250, 500, 1000]
 
     var markdown: String {
         func ms(_ v: Double) -> String { v.isNaN ? "–" : String(format: "%.1f", v * 1000) }
@@ -71,6 +85,14 @@ struct WorkloadSummary: Codable {
         if let hits = keyCacheHits, let misses = keyCacheMisses, hits + misses > 0 {
             lines.append("")
             lines.append(String(format: "key cache: %.0f hits, %.0f misses (%.1f%% hits)", hits, misses, 100 * hits / (hits + misses)))
+        }
+        if refusedWithRetryAfter + refusedWithoutRetryAfter > 0 {
+            let buckets = Self.refusalBounds.enumerated().map { "≤ \($0.element) ms: \(refusalLatencies[$0.offset])" }
+                + ["> \(Self.refusalBounds.last!) ms: \(refusalLatencies.last!)"]
+            lines += ["", "refusals by latency: " + buckets.joined(separator: ", ")]
+        }
+        if let gateRefusals, !gateRefusals.isEmpty {
+            lines.append("gate refusals by reason: " + gateRefusals.sorted { $0.key < $1.key }.map { "\($0.key) \(Int($0.value))" }.joined(separator: ", "))
         }
         if !stages.isEmpty {
             lines += ["", "| stage | count | mean ms | p99 ≤ ms |", "|---|---:|---:|---:|"]
