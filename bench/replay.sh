@@ -13,7 +13,7 @@
 # (binaries to use instead of building: another commit's server, side by side). REPLAY_FLOOD (e.g. 4) adds, after the
 # load run, REPLAY_FLOOD_SECONDS (60) at that multiple of the capacity, then REPLAY_AFTER_SECONDS (20) at the load's
 # rate again, and prints how soon after the flood the calls' p99 was back to the load run's. REPLAY_ADMISSION_WAIT_MS
-# sets http.maxAdmissionWaitMilliseconds.
+# sets http.maxAdmissionWaitMilliseconds, REPLAY_GATE_SLOTS http.maxRequestsProcessing.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -50,9 +50,9 @@ if [ ! -f "$work/dataset/identities.csv" ]; then
   demo_dataset "$bin" "$work/dataset" "$rows"
   "$python" scripts/ohttp-client.py make-cert "$work" > /dev/null
 fi
-"$python" - "$work" "$admin" "$cache" "${REPLAY_ADMISSION_WAIT_MS:-}" <<'PY'
+"$python" - "$work" "$admin" "$cache" "${REPLAY_ADMISSION_WAIT_MS:-}" "${REPLAY_GATE_SLOTS:-}" <<'PY'
 import json, sys
-work, admin, cache, wait = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+work, admin, cache, wait, slots = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 config = json.load(open("cluster/demo/service-config.json"))
 for u in config["usecases"]:
     u["fileStem"] = f"{work}/dataset/{u['fileStem']}"
@@ -61,6 +61,8 @@ config["privacyPass"] = {"keyDirectory": f"{work}/server/issuer-keys", "nonceDat
 config["http"] = {"protocol": "tls", "tlsCertificateFile": f"{work}/cert.pem", "tlsKeyFile": f"{work}/key.pem", "adminPort": admin}
 if wait:
     config["http"]["maxAdmissionWaitMilliseconds"] = int(wait)
+if slots:
+    config["http"]["maxRequestsProcessing"] = int(slots)
 config["gateway"] = {"keyDirectory": f"{work}/server/gateway-keys"}
 json.dump(config, open(f"{work}/service-config.json", "w"), indent=1)
 PY

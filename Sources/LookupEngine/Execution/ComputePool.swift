@@ -3,17 +3,17 @@ import PIR
 import Synchronization
 import Tracing
 
-/// Runs homomorphic work off the Swift concurrency pool and the HTTP event loops: at most `width` jobs at a time
-/// (each job itself spreads over the PIR core's threads), the rest waiting in a bounded queue per lane. A job
-/// waits without holding a thread; when its lane's queue is full it is refused at once (`ComputePoolError.busy`,
-/// answered 503 with `Retry-After`), and a job whose deadline has passed or whose caller has gone is dropped
-/// before it starts. Queries go first; key parsing runs on at most `keyWidth` slots, so a flood of key uploads can
-/// slow lookups by at most that share and never queue in front of them. Within a lane, waiting jobs are served
-/// by owner (the User-Identifier), the owners served least lately first (`FairQueue`), and a full queue makes room for
-/// a newcomer by refusing the last turn if the newcomer's comes before it: a flood from a few users cannot make one
-/// phone wait behind all of it. A query job that the jobs ahead of it (served in turn, at the mean time a query
-/// holds its slot) would keep waiting past its deadline is refused at once (`deadlineUnreachable`, 503), not queued
-/// to time out.
+/// Runs homomorphic work off the Swift concurrency pool and the HTTP event loops: at most `width` jobs at a time, each
+/// on a thread of its own (each job itself spreads over the PIR core's threads), the rest waiting in a bounded queue
+/// per lane. A job waits without holding a thread; when its lane's queue is full it is refused at once
+/// (`ComputePoolError.busy`, answered 503 with `Retry-After`), and a job whose deadline has passed or whose caller has
+/// gone is dropped before it starts. Queries go first; key parsing runs on at most `keyWidth` slots, so a flood of key
+/// uploads can slow lookups by at most that share and never queue in front of them. Within a lane, waiting jobs are
+/// served by owner (the User-Identifier), the owners served least lately first (`FairQueue`), and a full queue makes
+/// room for a newcomer by refusing the last turn if the newcomer's comes before it: a flood from a few users cannot
+/// make one phone wait behind all of it. A query job that the jobs ahead of it (served in turn, at the mean time a
+/// query holds its slot) would keep waiting past its deadline is refused at once (`deadlineUnreachable`, 503), not
+/// queued to time out.
 public final class ComputePool: Sendable {
     /// The width a process's pool has unless configured: 2, or 1 when the process may use one core (two queries
     /// time-sharing one core only make both late).
@@ -76,6 +76,8 @@ public final class ComputePool: Sendable {
     struct State {
         var waiting: [FairQueue<Job>] = Array(repeating: FairQueue(), count: Lane.allCases.count)
         var running: [Int] = Array(repeating: 0, count: Lane.allCases.count)
+        /// The slots (indices into `queues`) no job holds.
+        var free: [Int] = []
         var refused: [Int] = Array(repeating: 0, count: Lane.allCases.count)
         var expired = 0
         var cancelled = 0
@@ -95,7 +97,10 @@ public final class ComputePool: Sendable {
         var runningTotal: Int { running.reduce(0, +) }
     }
 
-    private let queue = DispatchQueue(label: "callveil.compute", attributes: .concurrent)
+    /// One serial queue per slot, each on a thread of its own (Dispatch's overcommit pool), not the default pool's
+    /// threads, one per core, that also run every Swift task: a job there held the process's only thread for its
+    /// whole computation, and a request's cheap steps (the gate's refusal, the token check) waited behind it.
+    private let queues: [DispatchQueue]
     private let state = Mutex(State())
     /// Jobs allowed to run at once.
     public let width: Int
@@ -106,8 +111,11 @@ public final class ComputePool: Sendable {
 
     /// A pool running `width` jobs at once.
     public init(width: Int, limits: Limits = Limits(), metrics: ServiceMetrics? = nil) {
-        self.width = max(width, 1)
+        let width = max(width, 1)
+        self.width = width
         self.metrics = metrics
+        queues = (0..<width).map { DispatchQueue(label: "callveil.compute.\($0)") }
+        state.withLock { $0.free = Array((0..<width).reversed()) }
         var limits = limits
         limits.keyWidth = min(limits.keyWidth, self.width)
         self.limits = limits
@@ -151,11 +159,11 @@ public final class ComputePool: Sendable {
     }
 
     private func submit(_ job: Job) {
-        enum Outcome { case start, queued(pushedOut: Job?), refused, unreachable }
+        enum Outcome { case start(slot: Int), queued(pushedOut: Job?), refused, unreachable }
         let outcome: Outcome = state.withLock { s in
             if canStart(job.lane, s) {
                 s.running[job.lane.rawValue] += 1
-                return .start
+                return .start(slot: s.free.removeLast())
             }
             // Refused now rather than queued to time out: the jobs ahead of it, served in turn by `width` slots,
             // would keep it waiting past its deadline.
@@ -174,7 +182,7 @@ public final class ComputePool: Sendable {
             return .queued(pushedOut: pushedOut)
         }
         switch outcome {
-        case .start: launch(job)
+        case .start(let slot): launch(job, slot: slot)
         case .queued(let pushedOut): pushedOut?.fail(.busy(job.lane))
         case .refused: job.fail(.busy(job.lane))
         case .unreachable: job.fail(.deadlineUnreachable)
@@ -189,9 +197,9 @@ public final class ComputePool: Sendable {
         }
     }
 
-    /// Runs a job that holds a slot, unless it must be dropped after all, then frees the slot.
-    private func launch(_ job: Job) {
-        queue.async { [self] in
+    /// Runs a job that holds `slot`, unless it must be dropped after all, then frees the slot.
+    private func launch(_ job: Job, slot: Int) {
+        queues[slot].async { [self] in
             if let reason = job.dropReason(now: .now) {  // cancelled since admission, or a deadline given already past
                 state.withLock { $0.count(reason) }
                 job.fail(reason)
@@ -207,12 +215,13 @@ public final class ComputePool: Sendable {
                     state.withLock { $0.queryHold.add(held) }
                 }
             }
-            finished(job.lane)
+            finished(job.lane, slot: slot)
         }
     }
 
-    /// A slot is free: start the next job, queries first, keys within their share; drop expired or cancelled ones.
-    private func finished(_ lane: Lane) {
+    /// `slot` is free: the next job takes it, queries first, keys within their share; expired or cancelled ones are
+    /// dropped.
+    private func finished(_ lane: Lane, slot: Int) {
         var dropped: [(Job, ComputePoolError)] = []
         let next: Job? = state.withLock { s in
             s.running[lane.rawValue] -= 1
@@ -228,10 +237,11 @@ public final class ComputePool: Sendable {
                     dropped.append((job, reason))
                 }
             }
+            s.free.append(slot)
             return nil
         }
         for (job, error) in dropped { job.fail(error) }
-        if let next { launch(next) }
+        if let next { launch(next, slot: slot) }
     }
 }
 

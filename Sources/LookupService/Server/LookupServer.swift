@@ -106,10 +106,11 @@ public actor LookupServer {
         self.logger = logger
         http = config.http ?? .init()
         bodies = http.bodyBounds
-        // In-process compute: four requests per compute slot keep the pool busy, since a request holds its turn about
-        // four times its CPU (the hop, the key's read); two per slot held 2,000 replayed phones' p99 at 1 s. A
+        // In-process compute: two requests per compute slot, one computing while the other reads its key and is
+        // checked, keep the pool busy; more only share the core with the compute and stretch every turn (four per
+        // slot: the admitted p99 under a flood 520 -> 940-990 ms, with refusals at the end of the wait). A
         // coordinator's workers are other processes, whose own pools queue fairly; its gate only bounds its own work.
-        let slots = http.maxRequestsProcessing ?? (executorsShareKeyCache ? 4 * pool.width : 64)
+        let slots = http.maxRequestsProcessing ?? (executorsShareKeyCache ? 2 * pool.width : 64)
         // The gate's default wait unless set, never more than the compute queue's timeout.
         let maxWait = http.maxAdmissionWaitMilliseconds.map { Duration.milliseconds(Int64($0)) } ?? min(queueTimeout, FairAdmission.Limits.defaultMaxWait)
         gate = FairAdmission(limits: .init(slots: slots, maxWait: maxWait), metrics: metrics)

@@ -39,7 +39,7 @@ extension ServiceConfig {
         /// PIR requests of one User-Identifier handled at once; beyond, 429 at once (default 4).
         public var maxRequestsPerUser: Int?
         /// PIR requests past the fair gate at once, the rest waiting their turn round-robin by User-Identifier
-        /// (default: four times the compute pool's width in-process, 64 on a coordinator with remote workers).
+        /// (default: twice the compute pool's width in-process, 64 on a coordinator with remote workers).
         public var maxRequestsProcessing: Int?
         /// Longest wait at the fair gate, in milliseconds; a request whose turn would come later is answered 503
         /// at once (default: `queueTimeoutSeconds`).

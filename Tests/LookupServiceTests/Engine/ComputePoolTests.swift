@@ -157,6 +157,36 @@ struct ComputePoolTests {
         let values = [try await flood[0].value, try await flood[1].value, try await phone.value]
         #expect(values == [0, 1, 100])
     }
+
+    @Test("Jobs computing in every slot leave the Swift tasks their threads: a task waiting for them wakes within milliseconds, not when they end")
+    func jobsOffTheTaskThreads() async throws {
+        // As many slots as the default Dispatch pool has threads (one per core), each computing for up to 3 s; on
+        // those threads, every task would wait for the jobs to end.
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let pool = ComputePool(width: cores, limits: .init(queryQueue: 0, queueTimeout: .seconds(60)))
+        let spin = Spin()
+        let jobs = (0..<cores).map { _ in
+            Task {
+                try await pool.run {
+                    if spin.started.add(1, ordering: .relaxed).newValue == cores { spin.allStarted.withLock { $0 = .now } }
+                    let end = ContinuousClock.now + .seconds(3)
+                    while !spin.stop.load(ordering: .relaxed) && ContinuousClock.now < end {}
+                }
+            }
+        }
+        while spin.allStarted.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+        let woke = ContinuousClock.now - spin.allStarted.withLock { $0 }!
+        spin.stop.store(true, ordering: .relaxed)
+        for job in jobs { try await job.value }
+        #expect(woke < .milliseconds(500), "the test's task woke \(woke) after every slot started computing")
+    }
+}
+
+/// Jobs that compute until told to stop: how many started, when the last did, and the stop.
+final class Spin: Sendable {
+    let started = Atomic<Int>(0)
+    let stop = Atomic<Bool>(false)
+    let allStarted = Mutex<ContinuousClock.Instant?>(nil)
 }
 
 /// Labels appended by concurrent jobs, in order.
