@@ -54,12 +54,12 @@ struct WorkloadSummary: Codable {
         requestP50 = BenchReport.percentile(answeredLatencies, 0.5)
         requestP99 = BenchReport.percentile(answeredLatencies, 0.99)
         refusalP99 = BenchReport.percentile(refused.map(\.latency.seconds), 0.99)
-        refusalLatencies = Self.refusalBounds.indices.map { i in
-            refused.filter { r in
-                let ms = r.latency.seconds * 1000
-                return ms <= Double(Self.refusalBounds[i]) && (i == 0 || ms > Double(Self.refusalBounds[i - 1]))
-            }.count
-        } + [refused.filter { $0.latency.seconds * 1000 > Double(Self.refusalBounds.last!) }.count]
+        var buckets = Array(repeating: 0, count: Self.refusalBounds.count + 1)
+        for r in refused {
+            let ms = r.latency.seconds * 1000
+            buckets[Self.refusalBounds.firstIndex { ms <= Double($0) } ?? Self.refusalBounds.count] += 1
+        }
+        refusalLatencies = buckets
         self.gateRefusals = gateRefusals
         toolCPUPerRequest = toolCPU / Double(max(results.count, 1))
         toolLagP99 = toolLag
