@@ -38,8 +38,8 @@ extension ServiceConfig {
         public var maxRequestsInFlight: Int?
         /// PIR requests of one User-Identifier handled at once; beyond, 429 at once (default 4).
         public var maxRequestsPerUser: Int?
-        /// PIR requests past the fair gate at once, the rest waiting their turn round-robin by User-Identifier
-        /// (default: twice the compute pool's width in-process, 64 on a coordinator with remote workers).
+        /// PIR requests past the fair gate at once, the rest waiting their turn, the User-Identifiers served least
+        /// lately first (default: twice the compute pool's width in-process, 64 on a coordinator with remote workers).
         public var maxRequestsProcessing: Int?
         /// Longest wait at the fair gate, in milliseconds; a request whose turn would come later is answered 503
         /// at once (default: `queueTimeoutSeconds`).
