@@ -25,6 +25,14 @@ public final class ComputePool: Sendable {
         case query
         /// Parsing and checking an evaluation key.
         case key
+
+        /// The `lane` label of `callveil_compute_job_cpu_seconds`.
+        public var label: String {
+            switch self {
+            case .query: "query"
+            case .key: "key"
+            }
+        }
     }
 
     /// Queue bounds and the key lane's share.
@@ -54,10 +62,12 @@ public final class ComputePool: Sendable {
         let enqueued = ContinuousClock.now
         /// The submitting request's trace context: the slot's thread has no task-local one.
         let context = ServiceContext.current
-        let body: @Sendable () -> Void
+        /// Runs the work and returns what hands its result to the caller, so the pool's own accounting (the job's
+        /// CPU, the hold time) is done before the caller goes on.
+        let body: @Sendable () -> @Sendable () -> Void
         let fail: @Sendable (ComputePoolError) -> Void
         let cancelled = Atomic<Bool>(false)
-        init(lane: Lane, owner: String, deadline: ContinuousClock.Instant, body: @escaping @Sendable () -> Void,
+        init(lane: Lane, owner: String, deadline: ContinuousClock.Instant, body: @escaping @Sendable () -> @Sendable () -> Void,
              fail: @escaping @Sendable (ComputePoolError) -> Void) {
             self.lane = lane
             self.owner = owner
@@ -130,7 +140,11 @@ public final class ComputePool: Sendable {
         let box = Mutex<Job?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                let job = Job(lane: lane, owner: owner ?? "", deadline: deadline, body: { continuation.resume(with: Result { try work() }) },
+                let body: @Sendable () -> @Sendable () -> Void = {
+                    let result = Result { try work() }
+                    return { continuation.resume(with: result) }
+                }
+                let job = Job(lane: lane, owner: owner ?? "", deadline: deadline, body: body,
                               fail: { continuation.resume(throwing: $0) })
                 box.withLock { $0 = job }
                 submit(job)
@@ -208,12 +222,15 @@ public final class ComputePool: Sendable {
                 metrics?.recordStage(job.lane == .query ? .queueWait : .keyQueueWait, start - job.enqueued, endingAt: start,
                                      context: job.context)
                 MulPirServer.noteAllocatorActivity()
-                job.body()
+                let cpu = ThreadCPUTime.now()
+                let deliver = job.body()
+                metrics?.recordJobCPU(lane: job.lane.label, ThreadCPUTime.now() - cpu)
                 MulPirServer.noteAllocatorActivity()
                 if job.lane == .query {
                     let held = ContinuousClock.now - start
                     state.withLock { $0.queryHold.add(held) }
                 }
+                deliver()
             }
             finished(job.lane, slot: slot)
         }

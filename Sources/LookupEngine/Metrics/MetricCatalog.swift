@@ -15,6 +15,7 @@ public enum MetricCatalog {
         // Lookups
         "callveil_pir_compute_seconds": "PIR computation of one shard query, by use case.",
         "callveil_lookup_stage_seconds": "Time one lookup spent in each stage.",
+        "callveil_compute_job_cpu_seconds": "CPU time of one compute-pool job on its thread, by lane (query, key); against the compute stage's wall time, the core's share it got.",
         "callveil_key_cache_lookups_total": "Parsed evaluation-key cache lookups, by result (hit, miss).",
         "callveil_key_store_fallbacks_total": "Queries whose evaluation key was read from the store because the cache missed.",
         "callveil_evaluation_keys_stored": "Evaluation keys held in the key store, expired ones until purged.",

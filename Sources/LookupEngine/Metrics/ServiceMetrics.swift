@@ -55,6 +55,11 @@ public final class ServiceMetrics: Sendable {
         recordDuration("callveil_pir_compute_seconds", duration, dimensions: [("usecase", useCase)])
     }
 
+    /// Records the CPU time a compute job of `lane` used on its thread (`callveil_compute_job_cpu_seconds`).
+    public func recordJobCPU(lane: String, _ duration: Duration) {
+        recordDuration("callveil_compute_job_cpu_seconds", duration, dimensions: [("lane", lane)])
+    }
+
     /// Records the time one lookup spent in `stage` (`callveil_lookup_stage_seconds`), the `duration` up to `end`;
     /// when tracing is on, also a span of that interval under `context` (the request's, by default the task's).
     public func recordStage(_ stage: LookupStage, _ duration: Duration, endingAt end: ContinuousClock.Instant = .now,

@@ -36,17 +36,26 @@ struct WorkloadMetrics: Sendable {
         return rest.firstIndex(of: "\"").map { String(rest[..<$0]) }
     }
 
+    /// The lookup stages in the run, and the compute jobs' CPU time by lane (`cpu_query_job`, `cpu_key_job`: what the
+    /// `compute` stage's wall time took of the core).
     static func stages(before: [String: Double], after: [String: Double]) -> [Stage] {
-        let prefix = "callveil_lookup_stage_seconds"
+        histograms("callveil_lookup_stage_seconds", by: "stage", before: before, after: after)
+            + histograms("callveil_compute_job_cpu_seconds", by: "lane", before: before, after: after).map {
+                Stage(stage: "cpu_\($0.stage)_job", count: $0.count, mean: $0.mean, p99: $0.p99)
+            }
+    }
+
+    /// The histogram family `prefix`'s series in the run, one per value of the label `name`.
+    static func histograms(_ prefix: String, by name: String, before: [String: Double], after: [String: Double]) -> [Stage] {
         var stages: [Stage] = []
         for (series, count) in after where series.hasPrefix(prefix + "_count") {
-            guard let stage = label("stage", in: series) else { continue }
+            guard let stage = label(name, in: series) else { continue }
             let n = count - (before[series] ?? 0)
             guard n > 0 else { continue }
             let sumSeries = series.replacingOccurrences(of: "_count", with: "_sum")
             let sum = (after[sumSeries] ?? 0) - (before[sumSeries] ?? 0)
             let buckets = after.compactMap { key, value -> (Double, Double)? in
-                guard key.hasPrefix(prefix + "_bucket"), label("stage", in: key) == stage,
+                guard key.hasPrefix(prefix + "_bucket"), label(name, in: key) == stage,
                       let le = label("le", in: key).flatMap({ $0 == "+Inf" ? Double.infinity : Double($0) }) else { return nil }
                 return (le, value - (before[key] ?? 0))
             }.sorted { $0.0 < $1.0 }
