@@ -186,23 +186,15 @@ struct ComputePoolTests {
         let metrics = ServiceMetrics()
         let pool = ComputePool(width: 1, metrics: metrics)
         try await pool.run {  // until it has used 50 ms of its thread's CPU, however busy the machine
-            func cpu() -> Int {
-                var time = timespec()
-                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-                return time.tv_sec * 1_000_000_000 + time.tv_nsec
-            }
-            let start = cpu()
-            while cpu() - start < 50_000_000 {}
+            let start = ThreadCPUTime.now()
+            while ThreadCPUTime.now() - start < .milliseconds(50) {}
         }
         try await pool.run(lane: .key) { Thread.sleep(forTimeInterval: 0.2) }
         let text = String(decoding: metrics.exposition(), as: UTF8.self)
-        func sample(_ series: String) -> Double? {
-            text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last!) }
-        }
-        #expect(sample("callveil_compute_job_cpu_seconds_count{lane=\"query\"}") == 1)
-        #expect(sample("callveil_compute_job_cpu_seconds_count{lane=\"key\"}") == 1)
-        let computing = try #require(sample("callveil_compute_job_cpu_seconds_sum{lane=\"query\"}"))
-        let sleeping = try #require(sample("callveil_compute_job_cpu_seconds_sum{lane=\"key\"}"))
+        #expect(metricValue(text, "callveil_compute_job_cpu_seconds_count{lane=\"query\"}") == 1)
+        #expect(metricValue(text, "callveil_compute_job_cpu_seconds_count{lane=\"key\"}") == 1)
+        let computing = metricValue(text, "callveil_compute_job_cpu_seconds_sum{lane=\"query\"}")
+        let sleeping = metricValue(text, "callveil_compute_job_cpu_seconds_sum{lane=\"key\"}")
         #expect(computing >= 0.045, "a job computing until 50 ms of its thread's CPU recorded \(computing) s")
         #expect(sleeping < 0.05, "a job sleeping for 200 ms recorded \(sleeping) s of CPU")
     }
