@@ -13,7 +13,8 @@
 # (binaries to use instead of building: another commit's server, side by side). REPLAY_FLOOD (e.g. 4) adds, after the
 # load run, REPLAY_FLOOD_SECONDS (60) at that multiple of the capacity, then REPLAY_AFTER_SECONDS (20) at the load's
 # rate again, and prints how soon after the flood the calls' p99 was back to the load run's. REPLAY_ADMISSION_WAIT_MS
-# sets http.maxAdmissionWaitMilliseconds, REPLAY_GATE_SLOTS http.maxRequestsProcessing.
+# sets http.maxAdmissionWaitMilliseconds, REPLAY_GATE_SLOTS http.maxRequestsProcessing. REPLAY_KEEP_KEYS=1 (with a kept
+# REPLAY_DIR) serves the key store the last run uploaded instead of uploading every key again.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -68,8 +69,11 @@ json.dump(config, open(f"{work}/service-config.json", "w"), indent=1)
 PY
 # A workload kept from an earlier run replays against a fresh store with the same issuer and gateway keys: its tokens
 # and keys are spent again (the nonce and key stores are new), its calls from the first.
+# REPLAY_KEEP_KEYS=1 keeps the key store the last run filled instead (the same phones' keys, not uploaded again).
+keep_keys=""
 if [ -f "$work/workload/workload.json" ]; then
-  rm -f "$work/server"/keys.sqlite* "$work/server"/nonces.sqlite*
+  if [ "${REPLAY_KEEP_KEYS:-0}" = 1 ] && [ -f "$work/server/keys.sqlite" ]; then keep_keys=1; else rm -f "$work/server"/keys.sqlite*; fi
+  rm -f "$work/server"/nonces.sqlite*
   echo 0 > "$work/workload/cursor"
 fi
 mkdir -p "$work/server"
@@ -88,7 +92,7 @@ if [ ! -f "$work/workload/workload.json" ]; then
   "${wl[@]}" prepare --dir "$work/workload" --url "$url" --ca "$work/cert.pem" --dataset "$work/dataset" \
     --phones "$phones" --distinct-keys "$keys" --calls "$calls"
 fi
-"${wl[@]}" upload "${target[@]}"
+[ -n "$keep_keys" ] || "${wl[@]}" upload "${target[@]}"
 metrics=(--server-pid "$server" --metrics "http://127.0.0.1:$admin/metrics")
 rate=${REPLAY_RATE:-}
 if [ -z "$rate" ]; then

@@ -145,13 +145,15 @@ public final class LocalShardExecutor: ShardExecutor {
             }
             metrics?.increment("callveil_key_cache_lookups_total", dimensions: [("result", "miss")])
             let start = ContinuousClock.now
-            defer { metrics?.recordStage(.keyFetch, .now - start) }
-            guard let stored = try await keyStore.key(user: user, identifier: identifier), stored.timestamp == timestamp else {
-                throw EngineError.evaluationKeyNotFound
+            let found = try await keyStore.key(user: user, identifier: identifier)
+            metrics?.recordStage(.keyFetch, .now - start)
+            guard let stored = found, stored.timestamp == timestamp else { throw EngineError.evaluationKeyNotFound }
+            let (key, parseStart, parseEnd) = try await pool.run(owner: user, deadline: deadline) {
+                let start = ContinuousClock.now  // on the slot: the wait for it is `queue_wait`
+                let key = try ProtoEvaluationKey.computeFormKey(serialized: stored.serialized, context: context)
+                return (key, start, ContinuousClock.now)
             }
-            let key = try await pool.run(owner: user, deadline: deadline) {
-                try ProtoEvaluationKey.computeFormKey(serialized: stored.serialized, context: context)
-            }
+            metrics?.recordStage(.keyParse, parseEnd - parseStart, endingAt: parseEnd)
             cache.put(cacheKey, key, bytes: key.memoryBytes, uploadedAt: stored.uploadedAt.timeIntervalSince1970)
             return key
         }

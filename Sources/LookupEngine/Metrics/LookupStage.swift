@@ -13,8 +13,10 @@ public enum LookupStage: String, CaseIterable, Sendable {
     case execution
     /// A coordinator's shard query from sending it to a worker to the worker's answer.
     case clusterRoundTrip = "cluster_round_trip"
-    /// A parsed-key cache miss: reading the key (store or coordinator) and parsing it.
+    /// A parsed-key cache miss: reading the key (store or coordinator).
     case keyFetch = "key_fetch"
+    /// Parsing a fetched key on a compute slot (its wait for the slot is a `queue_wait`).
+    case keyParse = "key_parse"
     /// A query job's wait for a compute slot.
     case queueWait = "queue_wait"
     /// A key-parsing job's wait for a compute slot.

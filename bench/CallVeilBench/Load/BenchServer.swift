@@ -47,11 +47,11 @@ struct BenchServer {
     }
 
     /// The parsed-key cache's hits and misses so far and the time spent fetching and parsing missed keys (from the
-    /// server's metrics: `callveil_key_cache_lookups_total`, the `key_fetch` stage).
+    /// server's metrics: `callveil_key_cache_lookups_total`, the `key_fetch` and `key_parse` stages).
     func keyCache() -> (hits: Int, misses: Int, fetchSeconds: Double) {
         let samples = metricSamples()
         return (Int(samples("callveil_key_cache_lookups_total{result=\"hit\"} ")), Int(samples("callveil_key_cache_lookups_total{result=\"miss\"} ")),
-                samples("callveil_lookup_stage_seconds_sum{stage=\"key_fetch\"} "))
+                samples("callveil_lookup_stage_seconds_sum{stage=\"key_fetch\"} ") + samples("callveil_lookup_stage_seconds_sum{stage=\"key_parse\"} "))
     }
 
     /// Sum of the server's PIR compute time so far (from its metrics).
