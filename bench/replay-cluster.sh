@@ -12,7 +12,9 @@
 # (100), REPLAY_CAPACITY_SECONDS (60), REPLAY_LOAD (0.7), REPLAY_RATE (calls/s: skips the capacity run),
 # REPLAY_CONNECTIONS (4), REPLAY_CALLERS (16), REPLAY_KILL_AT (20), REPLAY_DOWN (10), REPLAY_BUILD (release),
 # REPLAY_SERVER_CPUS (1: the coordinator and both workers) and REPLAY_CLIENT_CPUS (0), REPLAY_DIR (keeps the dataset
-# and the prepared workload for another run).
+# and the prepared workload for another run). REPLAY_KEEP_KEYS=1 (with REPLAY_DIR) keeps the coordinator's key store
+# there too, so a later run serves the keys the first uploaded instead of uploading every key again.
+# REPLAY_SERVER_BIN and REPLAY_BENCH_BIN run binaries built elsewhere (an older commit, side by side).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -39,6 +41,7 @@ worker_extra=(--key-cache "$cache")
 python="$top/.build-venv/bin/python"
 [ -x "$python" ] || { echo "the interop client is not installed: run make deps"; exit 1; }
 netns_build
+if [ -n "${REPLAY_SERVER_BIN:-}" ] && [ -n "${REPLAY_BENCH_BIN:-}" ]; then bin=$REPLAY_SERVER_BIN; bench_bin=$REPLAY_BENCH_BIN; fi
 trap netns_cleanup EXIT
 state=${REPLAY_DIR:-$work/state}
 mkdir -p "$state"
@@ -53,13 +56,18 @@ fi
 "$python" scripts/ohttp-client.py make-cert "$state" "${ips[0]}" > /dev/null
 # The coordinator's service config: the demo's use cases on the dataset, TLS with the gateway on the public port,
 # the admin listener where the root namespace reaches it; the issuer and gateway keys kept with the workload.
-"$python" - "$state" "$work" "${ips[0]}" <<'PY'
+keys_db="$work/coordinator/keys.sqlite" keep_keys=""
+if [ "${REPLAY_KEEP_KEYS:-0}" = 1 ]; then
+  keys_db="$state/coordinator-keys.sqlite"
+  [ -f "$keys_db" ] && [ -f "$state/workload/workload.json" ] && keep_keys=1
+fi
+"$python" - "$state" "$work" "${ips[0]}" "$keys_db" <<'PY'
 import json, sys
-state, work, host = sys.argv[1:4]
+state, work, host, keys_db = sys.argv[1:5]
 config = json.load(open("cluster/demo/service-config.json"))
 for u in config["usecases"]:
     u["fileStem"] = f"{state}/dataset/{u['fileStem']}"
-config["keys"].update({"database": f"{work}/coordinator/keys.sqlite"})
+config["keys"].update({"database": keys_db})
 config["privacyPass"] = {"keyDirectory": f"{state}/issuer-keys", "nonceDatabase": f"{work}/coordinator/nonces.sqlite"}
 config["http"] = {"protocol": "tls", "tlsCertificateFile": f"{state}/cert.pem", "tlsKeyFile": f"{state}/key.pem",
                   "adminHost": host, "adminPort": 9090}
@@ -87,7 +95,7 @@ if [ ! -f "$state/workload/workload.json" ]; then
   "${wl[@]}" prepare --dir "$state/workload" --url "$url" --ca "$state/cert.pem" --dataset "$state/dataset" \
     --phones "$phones" --distinct-keys "$keys" --calls "$calls"
 fi
-"${wl[@]}" upload "${target[@]}"
+[ -n "$keep_keys" ] || "${wl[@]}" upload "${target[@]}"
 rate=${REPLAY_RATE:-}
 if [ -z "$rate" ]; then
   "${wl[@]}" replay "${target[@]}" --concurrency "$callers" --duration "$capacity_seconds" --label capacity "${metrics[@]}"
@@ -97,8 +105,9 @@ if [ -z "$rate" ]; then
 fi
 
 "${wl[@]}" replay "${target[@]}" --rate "$rate" --duration "$window" --label steady --seed 1 "${metrics[@]}"
-# The recovery window: w2 is killed and restarted while the replay runs; the coordinator notices by its heartbeat,
-# the phones whose replica it was fail over to w1, and w2 rejoins with its shards from its data directory.
+# The recovery window: w2 is killed and restarted while the replay runs; the coordinator sees its connection close,
+# fails its queries in flight over to w1 at once, the phones whose replica it was go to w1, and w2 rejoins with its
+# shards from its data directory.
 (
   sleep "$kill_at"
   kill -9 "${worker_pid[w2]}"
@@ -116,6 +125,8 @@ wait "$fault"
 pids+=("$(cat "$work/w2.pid")")
 wait_for "the placement after the restart" placed
 "${wl[@]}" replay "${target[@]}" --rate "$rate" --duration "$window" --label after --seed 3 "${metrics[@]}"
+echo "$tag: how the coordinator saw w2 go and come back:"
+grep -h "worker connection closed\|worker lost\|worker restarted\|worker joined" "$work/coordinator.log" | cut -c1-200 || true
 status=0
 for label in steady recovery after; do
   "${wl[@]}" check --dir "$state/workload" --label "$label" || status=1

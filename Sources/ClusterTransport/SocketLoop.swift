@@ -7,10 +7,11 @@ import Glibc
 #endif
 
 /// One ZeroMQ socket driven by its own thread (ZeroMQ sockets are single-threaded): the thread creates and
-/// configures the socket, delivers every received message (with the ZAP user id of its connection, if any) to
-/// `onMessage`, and sends what other threads queue with `send`, woken through a pipe so a send never waits for a
-/// poll timeout. Sends never block: a message to a peer that is gone or whose queue is full is dropped, which is
-/// why nothing in the cluster depends on one message arriving (the coordinator reconciles on every heartbeat).
+/// configures the socket, delivers every received message (with its connection's ZAP user id and descriptor) to
+/// `onMessage` and, when asked, each closed connection's descriptor to `onDisconnect`, and sends what other
+/// threads queue with `send`, woken through a pipe so a send never waits for a poll timeout. Sends never block: a
+/// message to a peer that is gone or whose queue is full is dropped, which is why nothing in the cluster depends on
+/// one message arriving (the coordinator reconciles on every heartbeat).
 public final class SocketLoop: Sendable {
     /// What the loop object and its thread share. It owns the wake pipe and closes both ends only when both have
     /// let go of it: a thread still polling a descriptor its owner had closed would poll, and drain, whatever the
@@ -58,10 +59,12 @@ public final class SocketLoop: Sendable {
     public let endpoint: String
 
     /// Starts the loop: `setup` configures the new socket (options, CURVE, bind or connect) on the loop thread
-    /// and returns its endpoint; `onMessage` runs on the loop thread for each message and must not block.
+    /// and returns its endpoint; `onMessage` runs on the loop thread for each message, and `onDisconnect` for each
+    /// connection that closed (from a socket monitor); neither may block.
     public init(context: ZMQContext, kind: ZMQSocket.Kind, name: String,
                 setup: @escaping @Sendable (ZMQSocket) throws -> String,
-                onMessage: @escaping @Sendable ([[UInt8]], String?) -> Void) throws {
+                onMessage: @escaping @Sendable ([[UInt8]], ZMQPeer) -> Void,
+                onDisconnect: (@Sendable (Int32) -> Void)? = nil) throws {
         let shared = try Shared()
         self.shared = shared
         let started = DispatchSemaphore(value: 0)
@@ -69,9 +72,18 @@ public final class SocketLoop: Sendable {
         let thread = Thread { [shared, finished] in
             Self.nameKernelThread(name)
             let socket: ZMQSocket
+            var monitor: ZMQSocket?
             do {
                 socket = try ZMQSocket(context: context, kind: kind)
                 let endpoint = try setup(socket)
+                if onDisconnect != nil {
+                    // Unique per loop: the inproc namespace is the context's.
+                    let address = "inproc://socket-loop-monitor-\(UInt64.random(in: 1...UInt64.max))"
+                    try socket.monitor(address, events: ZMQSocket.MonitorEvent.disconnected)
+                    let events = try ZMQSocket(context: context, kind: .pair)
+                    try events.connect(address)
+                    monitor = events
+                }
                 result.withLock { $0 = .success(endpoint) }
             } catch {
                 result.withLock { $0 = .failure(error) }
@@ -80,7 +92,8 @@ public final class SocketLoop: Sendable {
                 return
             }
             started.signal()
-            Self.run(socket: socket, shared: shared, onMessage: onMessage)
+            Self.run(socket: socket, monitor: monitor, shared: shared, onMessage: onMessage, onDisconnect: onDisconnect)
+            monitor?.close()
             socket.close()
             finished.signal()
         }
@@ -122,16 +135,18 @@ public final class SocketLoop: Sendable {
         finished.wait()
     }
 
-    private static func run(socket: ZMQSocket, shared: Shared, onMessage: @Sendable ([[UInt8]], String?) -> Void) {
+    private static func run(socket: ZMQSocket, monitor: ZMQSocket?, shared: Shared,
+                            onMessage: @Sendable ([[UInt8]], ZMQPeer) -> Void, onDisconnect: (@Sendable (Int32) -> Void)?) {
         let wake = shared.readDescriptor
+        let sockets = [socket] + (monitor.map { [$0] } ?? [])
         while !shared.stopping.withLock({ $0 }) {
             let ready: [Bool]
-            do { ready = try ZMQSocket.poll([socket], descriptors: [wake], timeoutMilliseconds: 250) } catch let error as ZMQError where error.code == EINTR {
+            do { ready = try ZMQSocket.poll(sockets, descriptors: [wake], timeoutMilliseconds: 250) } catch let error as ZMQError where error.code == EINTR {
                 continue  // a signal: poll again
             } catch {
                 return  // the context terminated or the socket is gone
             }
-            if ready[1] {
+            if ready[sockets.count] {
                 var drain = [UInt8](repeating: 0, count: 256)
                 while read(wake, &drain, drain.count) > 0 {}
             }
@@ -144,7 +159,14 @@ public final class SocketLoop: Sendable {
                 try? socket.send(frames, dontWait: true)
             }
             if ready[0] {
-                while let message = try? socket.receiveWithPeer(dontWait: true) { onMessage(message.frames, message.userID) }
+                while let message = try? socket.receiveWithPeer(dontWait: true) { onMessage(message.frames, message.peer) }
+            }
+            if let monitor, ready[1] {
+                while let frames = try? monitor.receive(dontWait: true) {
+                    if let event = ZMQSocket.MonitorEvent(frames: frames), event.event == ZMQSocket.MonitorEvent.disconnected {
+                        onDisconnect?(event.value)
+                    }
+                }
             }
         }
     }

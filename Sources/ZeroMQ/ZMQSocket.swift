@@ -98,11 +98,11 @@ public final class ZMQSocket {
         try receiveWithPeer(dontWait: dontWait)?.frames
     }
 
-    /// Receives a multipart message with the ZAP user id its connection was admitted under (`User-Id` metadata,
-    /// nil when the connection was not authenticated by a ZAP handler); nil when `dontWait` and nothing is ready.
-    public func receiveWithPeer(dontWait: Bool = false) throws -> (frames: [[UInt8]], userID: String?)? {
+    /// Receives a multipart message with where it came from (its connection's ZAP user id and descriptor); nil
+    /// when `dontWait` and nothing is ready.
+    public func receiveWithPeer(dontWait: Bool = false) throws -> (frames: [[UInt8]], peer: ZMQPeer)? {
         var frames: [[UInt8]] = []
-        var userID: String?
+        var peer = ZMQPeer()
         repeat {
             var message = zmq_msg_t()
             zmq_msg_init(&message)
@@ -113,14 +113,19 @@ public final class ZMQSocket {
                 if error.wouldBlock && frames.isEmpty { return nil }
                 throw error
             }
-            if userID == nil, let value = zmq_msg_gets(&message, "User-Id") {
+            // A router's first frame (the routing id) is made locally and carries no metadata: read each frame's.
+            if peer.userID == nil, let value = zmq_msg_gets(&message, "User-Id") {
                 let text = String(cString: value)
-                userID = text.isEmpty ? nil : text
+                peer.userID = text.isEmpty ? nil : text
+            }
+            if peer.descriptor == nil {
+                let descriptor = zmq_msg_get(&message, ZMQ_SRCFD)  // -1 over inproc and on locally made frames
+                peer.descriptor = descriptor >= 0 ? descriptor : nil
             }
             let data = zmq_msg_data(&message)
             frames.append(size == 0 ? [] : Array(UnsafeRawBufferPointer(start: data, count: Int(size))))
         } while receiveMore
-        return (frames, userID)
+        return (frames, peer)
     }
 
     private var receiveMore: Bool {

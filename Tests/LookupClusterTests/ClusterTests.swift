@@ -1,4 +1,5 @@
 import ClusterTransport
+import Dispatch
 import Foundation
 import LoadGeneration
 import LookupClient
@@ -155,7 +156,50 @@ struct ClusterTests {
             try await group.waitForAll()
         }
         #expect(failures.count == 0)
-        #expect(cluster.coordinator.workers.keys.sorted() == ["b"])
+        // Its queries failed over when its connection closed; it is forgotten at the heartbeat timeout (1 s).
+        #expect(try await eventually(seconds: 5) { cluster.coordinator.workers.keys.sorted() == ["b"] })
+        workers[1].stop()
+        await cluster.stop()
+    }
+
+    @Test("A worker's connection closes with a query in flight: the query fails over at once, not at the heartbeat timeout")
+    func disconnectFailsOver() async throws {
+        // Heartbeat and request timeouts far longer than the bound below: only the closed connection can move it.
+        let cluster = try await Self.start(replication: 2, heartbeatTimeout: .seconds(20)) { $0.requestTimeout = .seconds(30) }
+        let held = ComputePool(width: 1, limits: .init(queryQueue: 8, queueTimeout: .seconds(60)))
+        let workers = [try cluster.worker("a", pool: held), try cluster.worker("b")]
+        #expect(await cluster.coordinator.waitUntilPlaced(copies: 2))
+        let user = try #require((0..<100).map { "disconnect-phone-\($0)" }.first { KeyAffinity.replica(for: $0, among: ["a", "b"]) == "a" })
+        let device = cluster.server.device(userIdentifier: user)
+        let record = try #require(cluster.data.records.first)
+        let number = Array(record.number.utf8)
+        #expect(try await device.lookup(number, in: DemoDataset.block) == record.blockValue)  // the key stored
+
+        // a's only compute slot is held, so the phone's next query (a is its replica) stays in flight on a.
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task { try await held.run { release.wait() } }
+        defer { release.signal() }
+        #expect(try await eventually { held.snapshot.running[.query] == 1 })
+        let query = try await QueryCancelTests.shardQuery(device: device, user: user, number: number)
+        let coordinator = cluster.coordinator
+        let inFlight = Task { try await coordinator.execute(query) }
+        #expect(try await eventually { held.snapshot.queued[.query] == 1 })
+        #expect(coordinator.queriesInFlight["a"] == 1)
+
+        let killed = ContinuousClock.now
+        workers[0].kill()
+        let response = try await inFlight.value
+        let waited = ContinuousClock.now - killed
+        print("disconnect: the query in flight on the killed worker was answered \(waited) after the kill")
+        #expect(waited < .seconds(3), "the query waited \(waited): for the heartbeat or request timeout, not the disconnect")
+        let single: [UInt8] = try ProtoResponses.with { $0.responses = [.with { $0.pirResponse = response }] }.serializedBytes()
+        #expect(try await device.decode(single, keyword: number, in: DemoDataset.block) == record.blockValue)
+        // a keeps its place (a worker that reconnects at once moves no shards) but is routed nothing meanwhile.
+        #expect(coordinator.workers.keys.sorted() == ["a", "b"])
+        #expect(try await device.lookup(number, in: DemoDataset.block) == record.blockValue)
+        #expect(coordinator.queriesInFlight["a"] == 0)
+        release.signal()
+        try await holder.value
         workers[1].stop()
         await cluster.stop()
     }

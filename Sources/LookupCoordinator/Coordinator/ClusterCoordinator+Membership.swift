@@ -6,7 +6,7 @@ import LookupWorker
 extension ClusterCoordinator {
     /// A heartbeat: validates it, records the worker's actual state (a new incarnation means it restarted: its
     /// queries in flight are failed over at once), and reconciles it against the desired state.
-    func hello(from name: String, route: [UInt8], _ hello: Callveil_Cluster_V1_Hello) {
+    func hello(from name: String, route: [UInt8], connection: Int32? = nil, _ hello: Callveil_Cluster_V1_Hello) {
         guard hello.loaded.count <= ClusterLimits.maxReportedShards, hello.transfers.count <= ClusterLimits.maxReportedShards else {
             return reject("too many shards reported", worker: name)
         }
@@ -47,6 +47,8 @@ extension ClusterCoordinator {
                 s.planDirty = true
             }
             record.route = route
+            record.connection = connection
+            record.disconnected = false
             record.incarnation = hello.incarnation
             record.lastSeen = now
             record.credit = credit
@@ -63,6 +65,31 @@ extension ClusterCoordinator {
         }
         if state.withLock({ $0.planDirty }) { reconcileAll() } else { reconcile(name) }
         expireKeys(on: name, applied: hello.keysExpiredBefore)
+    }
+
+    /// A connection to the socket closed (a worker's process died, or the network reset the connection): if it
+    /// was a worker's current one, that worker's queries in flight fail over to other replicas now rather than at
+    /// the heartbeat timeout, and it is sent no new ones until it says hello again. It keeps its shards, so a
+    /// worker that reconnects at once moves nothing; one that stays away is removed at the heartbeat timeout.
+    /// Both races with the socket's own messages end safe: a descriptor number reused by the next connection
+    /// before this event is read costs a live worker its queries in flight (answered by another replica) and its
+    /// routing until its next heartbeat; a heartbeat read just before the close but handled after it leaves the
+    /// lost worker to the heartbeat timeout, as without this event.
+    func connectionClosed(_ descriptor: Int32) {
+        let (name, orphans) = state.withLock { s -> (String?, [Pending]) in
+            guard let name = s.workers.first(where: { $0.value.connection == descriptor && !$0.value.disconnected })?.key else {
+                return (nil, [])
+            }
+            s.workers[name]?.disconnected = true
+            s.workers[name]?.inFlight = 0
+            let ids = s.pending.filter { $0.value.worker == name }.map(\.key)
+            return (name, ids.compactMap { s.pending.removeValue(forKey: $0) })
+        }
+        guard let name else { return }
+        count("callveil_cluster_worker_disconnects_total")
+        logger.warning("worker connection closed", metadata: ["worker": .string(name), "queries_failed_over": "\(orphans.count)"])
+        for p in orphans { p.continuation?.resume(throwing: WorkerLost(worker: name)) }
+        serveWaiters()  // the line, with this worker no longer a candidate
     }
 
     /// Removes workers not heard from within the heartbeat timeout.

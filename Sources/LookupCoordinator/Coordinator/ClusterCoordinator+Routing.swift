@@ -208,7 +208,7 @@ extension ClusterCoordinator.State {
         let wanted = desired.shards[shard]?.sha256
         var holders = workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil && $0.value.actual[shard] == wanted }
         if holders.isEmpty { holders = workers.filter { !excluding.contains($0.key) && $0.value.actual[shard] != nil } }
-        let candidates = holders.filter { $0.value.inFlight < $0.value.credit }
+        let candidates = holders.filter { !$0.value.disconnected && $0.value.inFlight < $0.value.credit }
         let preferred = KeyAffinity.replica(for: owner, among: holders.keys)
         guard let best = candidates.first(where: { $0.key == preferred })
                 ?? candidates.min(by: { ($0.value.inFlight, $0.key) < ($1.value.inFlight, $1.key) }) else {

@@ -130,7 +130,8 @@ public final class ClusterCoordinator: ShardExecutor {
             }
             try socket.bind(options.bind)
             return socket.lastEndpoint
-        }, onMessage: { frames, userID in box.value?.receive(frames, userID: userID) })
+        }, onMessage: { frames, peer in box.value?.receive(frames, userID: peer.userID, connection: peer.descriptor) },
+           onDisconnect: { descriptor in box.value?.connectionClosed(descriptor) })
         endpoint = socketLoop.endpoint
         zapEnforced = enforced.withLock { $0 }
         loop.withLock { $0 = socketLoop }
@@ -205,10 +206,10 @@ public final class ClusterCoordinator: ShardExecutor {
 
     // MARK: Messages from workers
 
-    /// Handles one message from a worker as the socket delivers it: `[routing id, payload]` and the CURVE user id
-    /// the ZAP handler attached. Every field is validated before use; anything else is counted and dropped. Public
-    /// so the fuzz harnesses can feed frames without a socket.
-    public func receive(_ frames: [[UInt8]], userID: String?) {
+    /// Handles one message from a worker as the socket delivers it: `[routing id, payload]`, the CURVE user id
+    /// the ZAP handler attached and the descriptor of the connection it came over. Every field is validated before
+    /// use; anything else is counted and dropped. Public so the fuzz harnesses can feed frames without a socket.
+    public func receive(_ frames: [[UInt8]], userID: String?, connection: Int32? = nil) {
         guard frames.count == 2 else { return reject("frame count") }
         let route = frames[0]
         let message: ClusterMessage
@@ -227,7 +228,7 @@ public final class ClusterCoordinator: ShardExecutor {
             guard let known = state.withLock({ $0.routes[route] }) else { return reject("unknown connection") }
             name = known
         }
-        if case .hello(let hello)? = message.body { return self.hello(from: name, route: route, hello) }
+        if case .hello(let hello)? = message.body { return self.hello(from: name, route: route, connection: connection, hello) }
         // Everything else must come over the worker's current connection.
         guard state.withLock({ $0.workers[name]?.route == route }) else { return reject("stale connection", worker: name) }
         switch message.body {

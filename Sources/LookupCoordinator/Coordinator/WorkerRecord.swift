@@ -18,6 +18,10 @@ struct WorkerRecord {
 
     /// The ZeroMQ routing id of its current connection.
     var route: [UInt8]
+    /// The socket descriptor of its current connection (nil over inproc), which a disconnect event names.
+    var connection: Int32?
+    /// Its connection closed since its last hello: it is routed no queries until it says hello again.
+    var disconnected = false
     /// Random per worker process start.
     var incarnation: UInt64
     var lastSeen: ContinuousClock.Instant

@@ -121,14 +121,12 @@ public final class LocalShardExecutor: ShardExecutor {
         let key = try await evaluationKey(request.key, context: context, deadline: deadline)
         try Task.checkCancellation()
         let query = request.query
-        let (response, start, end) = try await pool.run(owner: owner, deadline: deadline) {
-            let start = ContinuousClock.now  // on the slot: the wait for it is `queue_wait`
+        let (response, took) = try await runTimed(.compute, owner: owner, deadline: deadline) {
             let ciphertexts = try query.native(context: context)
             let replies = try server.computeResponse(query: ciphertexts, pirCalls: Int(query.numPirCalls), evaluationKey: key)
-            return (ProtoPIRResponse(replies: replies), start, ContinuousClock.now)
+            return ProtoPIRResponse(replies: replies)
         }
-        metrics?.recordCompute(useCase: request.useCase, duration: end - start)
-        metrics?.recordStage(.compute, end - start, endingAt: end)  // the span where it ran, not where the task resumed
+        metrics?.recordCompute(useCase: request.useCase, duration: took)
         return response
     }
 
@@ -148,14 +146,24 @@ public final class LocalShardExecutor: ShardExecutor {
             let found = try await keyStore.key(user: user, identifier: identifier)
             metrics?.recordStage(.keyFetch, .now - start)
             guard let stored = found, stored.timestamp == timestamp else { throw EngineError.evaluationKeyNotFound }
-            let (key, parseStart, parseEnd) = try await pool.run(owner: user, deadline: deadline) {
-                let start = ContinuousClock.now  // on the slot: the wait for it is `queue_wait`
-                let key = try ProtoEvaluationKey.computeFormKey(serialized: stored.serialized, context: context)
-                return (key, start, ContinuousClock.now)
+            let (key, _) = try await runTimed(.keyParse, owner: user, deadline: deadline) {
+                try ProtoEvaluationKey.computeFormKey(serialized: stored.serialized, context: context)
             }
-            metrics?.recordStage(.keyParse, parseEnd - parseStart, endingAt: parseEnd)
             cache.put(cacheKey, key, bytes: key.memoryBytes, uploadedAt: stored.uploadedAt.timeIntervalSince1970)
             return key
         }
+    }
+
+    /// Runs `work` on a compute slot and records as `stage` the time it held the slot (the wait for the slot is
+    /// `queue_wait`), as the span where it ran rather than where the task resumed; returns its result and that time.
+    private func runTimed<T: Sendable>(_ stage: LookupStage, owner: String?, deadline: ContinuousClock.Instant,
+                                       _ work: @escaping @Sendable () throws -> T) async throws -> (T, Duration) {
+        let (result, start, end) = try await pool.run(owner: owner, deadline: deadline) {
+            let start = ContinuousClock.now
+            let result = try work()
+            return (result, start, ContinuousClock.now)
+        }
+        metrics?.recordStage(stage, end - start, endingAt: end)
+        return (result, end - start)
     }
 }

@@ -52,6 +52,7 @@ public enum MetricCatalog {
         "callveil_cluster_drops_sent_total": "Shard drops sent to workers.",
         "callveil_cluster_keys_pushed_total": "Evaluation keys pushed to workers.",
         "callveil_cluster_leadership_changes_total": "Placement leadership changes, by change (gained, lost).",
+        "callveil_cluster_worker_disconnects_total": "Worker connections that closed, their queries in flight failed over at once.",
         "callveil_cluster_queries_shed_total": "Queries answered 503 because no replica had credit in time.",
         "callveil_cluster_queries_cancelled_total": "Queries cancelled because their client went away.",
         "callveil_cluster_transfer_failures_total": "Shard transfers that failed and will be retried.",

@@ -1,6 +1,7 @@
 import ClusterTransport
 import Foundation
 import ServiceTestSupport
+import Synchronization
 import Testing
 import ZeroMQ
 #if canImport(Glibc)
@@ -41,5 +42,28 @@ struct SocketLoopTests {
         #expect(try await eventually(seconds: 5) { !Self.threadNames().contains(name) }, "the loop's thread outlived the loop")
         var poller = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
         #expect(poll(&poller, 1, 0) == 1, "a byte written after the loop was released was drained by its thread")
+    }
+
+    @Test("A connection that closes is reported with the descriptor its messages carried")
+    func disconnectReported() async throws {
+        let context = try ZMQContext()
+        let seen = Mutex<[Int32]>([])
+        let closed = Mutex<[Int32]>([])
+        let loop = try SocketLoop(context: context, kind: .router, name: "cv-loop-monitor", setup: { socket in
+            try socket.bind("tcp://127.0.0.1:0")
+            return socket.lastEndpoint
+        }, onMessage: { _, peer in
+            if let descriptor = peer.descriptor { seen.withLock { $0.append(descriptor) } }
+        }, onDisconnect: { descriptor in closed.withLock { $0.append(descriptor) } })
+        defer { loop.stop() }
+        let client = try ZMQSocket(context: context, kind: .dealer)
+        try client.connect(loop.endpoint)
+        try client.send([Array("hello".utf8)])
+        #expect(try await eventually(seconds: 5) { !seen.withLock { $0.isEmpty } })
+        let descriptor = try #require(seen.withLock { $0.first })
+        #expect(closed.withLock { $0.isEmpty }, "nothing closed yet")
+        client.close()
+        #expect(try await eventually(seconds: 5) { closed.withLock { $0 } == [descriptor] },
+                "closed \(closed.withLock { $0 }), the connection's descriptor \(descriptor)")
     }
 }
