@@ -8,7 +8,7 @@
 # Prints each window's table (bench/README.md, Population replay through a cluster).
 #
 # REPLAY_PHONES (20000), REPLAY_KEYS (100 distinct secret keys), REPLAY_ROWS (20000 numbers), REPLAY_CACHE_MB each
-# worker's parsed-key cache (default: the two together hold 10% of the phones' keys), REPLAY_WINDOW seconds per window
+# worker's parsed-key cache (default: the two together hold about 6% of the phones' keys), REPLAY_WINDOW seconds per window
 # (100), REPLAY_CAPACITY_SECONDS (60), REPLAY_LOAD (0.7), REPLAY_RATE (calls/s: skips the capacity run),
 # REPLAY_CONNECTIONS (4), REPLAY_CALLERS (16), REPLAY_KILL_AT (20), REPLAY_DOWN (10), REPLAY_BUILD (release),
 # REPLAY_SERVER_CPUS (1: the coordinator and both workers) and REPLAY_CLIENT_CPUS (0), REPLAY_DIR (keeps the dataset
@@ -26,7 +26,7 @@ bridge=rcbr0 bridge_ip=10.80.0.254
 phones=${REPLAY_PHONES:-20000}
 keys=${REPLAY_KEYS:-100}
 rows=${REPLAY_ROWS:-20000}
-cache=${REPLAY_CACHE_MB:-$(( phones * 15 / 200 ))}  # two keys of 0.75 MiB a phone, 10% of the phones, over two workers
+cache=${REPLAY_CACHE_MB:-$(( phones * 15 / 200 ))}  # about 6% of the phones' keys between the two workers (about 1.2 MiB a key)
 window=${REPLAY_WINDOW:-100}
 capacity_seconds=${REPLAY_CAPACITY_SECONDS:-60}
 load=${REPLAY_LOAD:-0.7}

@@ -6,8 +6,9 @@
 # answer offline. Prints the tables recorded in bench/README.md (Population replay).
 #
 # REPLAY_PHONES (20000), REPLAY_KEYS (100), REPLAY_ROWS numbers in the dataset (20000), REPLAY_CACHE_MB parsed-key
-# cache (default: room for 10% of the phones' keys: the dataset's two use cases have key configs of their own, 0.75 MiB each as cached), REPLAY_SECONDS (300), REPLAY_CAPACITY_SECONDS
-# (60), REPLAY_LOAD (0.7), REPLAY_RATE (calls/s; skips the capacity run), REPLAY_CONNECTIONS (4), REPLAY_CALLERS
+# cache (default: phones × 0.15 MiB, room for about 6% of the phones' keys: the dataset's two use cases have key
+# configs of their own, about 1.2 MiB a key as cached), REPLAY_SECONDS (300), REPLAY_CAPACITY_SECONDS (60),
+# REPLAY_LOAD (0.7), REPLAY_RATE (calls/s; skips the capacity run), REPLAY_CONNECTIONS (4), REPLAY_CALLERS
 # closed-loop callers (16), REPLAY_BUILD (release), REPLAY_SERVER_CPUS (1), REPLAY_CLIENT_CPUS (0), REPLAY_DIR (a
 # temporary directory; give one to keep the workload), REPLAY_PORT (18643), REPLAY_SERVER_BIN and REPLAY_BENCH_BIN
 # (binaries to use instead of building: another commit's server, side by side). REPLAY_FLOOD (e.g. 4) adds, after the
@@ -21,7 +22,7 @@ cd "$top"
 phones=${REPLAY_PHONES:-20000}
 keys=${REPLAY_KEYS:-100}
 rows=${REPLAY_ROWS:-20000}
-cache=${REPLAY_CACHE_MB:-$(( phones * 15 / 100 ))}   # two keys of 0.75 MiB (compute form) a phone, 10% of the phones
+cache=${REPLAY_CACHE_MB:-$(( phones * 15 / 100 ))}   # about 6% of the phones' keys (two keys of about 1.2 MiB a phone as cached)
 seconds=${REPLAY_SECONDS:-300}
 capacity_seconds=${REPLAY_CAPACITY_SECONDS:-60}
 load=${REPLAY_LOAD:-0.7}
