@@ -6,7 +6,7 @@ import LookupWorker
 extension ClusterCoordinator {
     /// A heartbeat: validates it, records the worker's actual state (a new incarnation means it restarted: its
     /// queries in flight are failed over at once), and reconciles it against the desired state.
-    func hello(from name: String, route: [UInt8], connection: Int32? = nil, _ hello: Callveil_Cluster_V1_Hello) {
+    func hello(from name: String, route: [UInt8], connection: Int32?, _ hello: Callveil_Cluster_V1_Hello) {
         guard hello.loaded.count <= ClusterLimits.maxReportedShards, hello.transfers.count <= ClusterLimits.maxReportedShards else {
             return reject("too many shards reported", worker: name)
         }
@@ -34,7 +34,7 @@ extension ClusterCoordinator {
                 if existing.incarnation != hello.incarnation {
                     // Restarted (perhaps within the heartbeat timeout): whatever it had in flight is lost.
                     event = "worker restarted"
-                    orphans = s.pending.filter { $0.value.worker == name }.map(\.key).compactMap { s.pending.removeValue(forKey: $0) }
+                    orphans = s.takePending(of: name)
                     record.inFlight = 0
                     record.assignsSent = [:]
                     record.dropsSent = [:]
@@ -58,7 +58,7 @@ extension ClusterCoordinator {
             s.routes[route] = name
             return (event, orphans)
         }
-        for p in orphans { p.continuation?.resume(throwing: WorkerLost(worker: name)) }
+        failOver(orphans, from: name)
         serveWaiters()  // its credit or shards may have changed
         if let event {
             logger.info("\(event)", metadata: ["worker": .string(name), "threads": "\(hello.threads)", "shards": "\(actual.count)"])
@@ -82,13 +82,12 @@ extension ClusterCoordinator {
             }
             s.workers[name]?.disconnected = true
             s.workers[name]?.inFlight = 0
-            let ids = s.pending.filter { $0.value.worker == name }.map(\.key)
-            return (name, ids.compactMap { s.pending.removeValue(forKey: $0) })
+            return (name, s.takePending(of: name))
         }
         guard let name else { return }
         count("callveil_cluster_worker_disconnects_total")
         logger.warning("worker connection closed", metadata: ["worker": .string(name), "queries_failed_over": "\(orphans.count)"])
-        for p in orphans { p.continuation?.resume(throwing: WorkerLost(worker: name)) }
+        failOver(orphans, from: name)
         serveWaiters()  // the line, with this worker no longer a candidate
     }
 
@@ -107,12 +106,11 @@ extension ClusterCoordinator {
             guard let record = s.workers.removeValue(forKey: worker) else { return nil }
             s.routes.removeValue(forKey: record.route)
             s.planDirty = true
-            let ids = s.pending.filter { $0.value.worker == worker }.map(\.key)
-            return ids.compactMap { s.pending.removeValue(forKey: $0) }
+            return s.takePending(of: worker)
         }
         guard let orphans else { return }
         logger.warning("worker lost", metadata: ["worker": .string(worker), "reason": .string(reason)])
-        for p in orphans { p.continuation?.resume(throwing: WorkerLost(worker: worker)) }
+        failOver(orphans, from: worker)
         serveWaiters()  // those waiting for its credit try the other replicas, or learn there are none
         reconcileAll()
     }
@@ -131,6 +129,21 @@ extension ClusterCoordinator {
         } catch {
             logger.error("worker allow-list not reloaded; keeping the previous one", metadata: ["error": .string("\(error)")])
         }
+    }
+}
+
+extension ClusterCoordinator {
+    /// Resumes the queries a lost or restarted worker had in flight with `WorkerLost`, so each is retried on
+    /// another replica.
+    func failOver(_ orphans: [Pending], from worker: String) {
+        for p in orphans { p.continuation?.resume(throwing: WorkerLost(worker: worker)) }
+    }
+}
+
+extension ClusterCoordinator.State {
+    /// Takes `worker`'s queries in flight out of the pending table (lost with it, to be failed over).
+    mutating func takePending(of worker: String) -> [ClusterCoordinator.Pending] {
+        pending.filter { $0.value.worker == worker }.map(\.key).compactMap { pending.removeValue(forKey: $0) }
     }
 }
 
