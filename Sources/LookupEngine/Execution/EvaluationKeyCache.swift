@@ -2,30 +2,26 @@ import BFV
 import Synchronization
 
 /// Parsed evaluation keys kept ready for queries, least recently used dropped first, bounded in bytes.
-/// Parsing a key costs milliseconds; a device sends several queries with the same key.
+/// Parsing a key costs milliseconds; a device sends several queries with the same key. Every operation but the
+/// expiry sweep takes constant time whatever the number of keys cached: at population scale nearly every query
+/// puts a key and evicts one, under the lock every lookup's `get` takes.
 public final class EvaluationKeyCache: Sendable {
     /// Cache key: the key's owner, config hash and device timestamp (a re-upload is a different entry).
     public struct Key: Hashable, Sendable {
+        public let user: String
+        public let identifier: [UInt8]
+        public let timestamp: UInt64
+
+        var owner: Owner { Owner(user: user, identifier: identifier) }
+    }
+
+    /// A user's key config: the entries `invalidate(user:identifier:)` drops.
+    struct Owner: Hashable {
         let user: String
         let identifier: [UInt8]
-        let timestamp: UInt64
     }
 
-    private struct Entry {
-        let key: EvaluationKey
-        let bytes: Int
-        var lastUse: UInt64
-        /// When the key was uploaded (seconds since 1970; 0 unknown), for expiry.
-        let uploadedAt: Double
-    }
-
-    private struct State {
-        var entries: [Key: Entry] = [:]
-        var bytes = 0
-        var tick: UInt64 = 0
-    }
-
-    private let state = Mutex(State())
+    private let state = Mutex(EvaluationKeyCacheState())
     /// Memory budget in bytes.
     public let capacity: Int
 
@@ -42,59 +38,72 @@ public final class EvaluationKeyCache: Sendable {
     /// The cached key, marking it used.
     public func get(_ key: Key) -> EvaluationKey? {
         state.withLock { s in
-            guard var entry = s.entries[key] else { return nil }
-            s.tick += 1
-            entry.lastUse = s.tick
-            s.entries[key] = entry
-            return entry.key
+            guard let slot = s.slots[key] else { return nil }
+            s.moveToFront(slot)
+            return s.nodes[slot].value
         }
     }
 
     /// Whether a key is cached (without marking it used).
     public func contains(_ key: Key) -> Bool {
-        state.withLock { $0.entries[key] != nil }
+        state.withLock { $0.slots[key] != nil }
     }
 
     /// Adds a parsed key of about `bytes` bytes uploaded at `uploadedAt` (seconds since 1970), evicting the least
     /// recently used keys beyond the budget.
     public func put(_ key: Key, _ value: EvaluationKey, bytes: Int, uploadedAt: Double = 0) {
         guard bytes <= capacity else { return }
-        state.withLock { s in
-            s.tick += 1
-            if let old = s.entries.updateValue(Entry(key: value, bytes: bytes, lastUse: s.tick, uploadedAt: uploadedAt), forKey: key) {
-                s.bytes -= old.bytes
+        // A replaced or evicted key is released after the lock: freeing a megabyte of words is not done holding it.
+        let dropped: [EvaluationKey] = state.withLock { s in
+            var dropped: [EvaluationKey] = []
+            if let slot = s.slots[key] { dropped.append(s.remove(slot)) }
+            s.insertAtFront(key, value, bytes: bytes, uploadedAt: uploadedAt)
+            while s.bytes > capacity, s.tail != s.head {  // the key just put is the head: never evicted
+                dropped.append(s.remove(s.tail))
             }
-            s.bytes += bytes
-            while s.bytes > capacity, let victim = s.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
-                s.bytes -= victim.value.bytes
-                s.entries.removeValue(forKey: victim.key)
-            }
+            return dropped
         }
+        _ = dropped
     }
 
     /// Drops every cached key of a user and config (after a re-upload).
     public func invalidate(user: String, identifier: [UInt8]) {
-        state.withLock { s in
-            for k in s.entries.keys where k.user == user && k.identifier == identifier {
-                s.bytes -= s.entries.removeValue(forKey: k)?.bytes ?? 0
+        let dropped: [EvaluationKey] = state.withLock { s in
+            guard let timestamps = s.owners[Owner(user: user, identifier: identifier)] else { return [] }
+            return timestamps.compactMap { timestamp in
+                s.slots[Key(user: user, identifier: identifier, timestamp: timestamp)].map { s.remove($0) }
             }
         }
+        _ = dropped
     }
 
     /// Drops every key uploaded before `cutoff` (seconds since 1970): they have expired in the store. Returns how
-    /// many were dropped.
+    /// many were dropped. Visits every cached key (the periodic expiry sweep, not a query's path).
     @discardableResult
     public func dropUploaded(before cutoff: Double) -> Int {
-        state.withLock { s in
-            let expired = s.entries.filter { $0.value.uploadedAt < cutoff }
-            for (key, entry) in expired {
-                s.entries.removeValue(forKey: key)
-                s.bytes -= entry.bytes
-            }
-            return expired.count
+        let dropped: [EvaluationKey] = state.withLock { s in
+            let expired = s.slots.values.filter { s.nodes[$0].uploadedAt < cutoff }
+            return expired.map { s.remove($0) }
         }
+        return dropped.count
     }
 
     /// Number of cached keys.
-    public var count: Int { state.withLock { $0.entries.count } }
+    public var count: Int { state.withLock { $0.slots.count } }
+
+    /// Bytes charged for the cached keys.
+    public var bytes: Int { state.withLock { $0.bytes } }
+
+    /// The cached keys, most recently used first (for tests and diagnostics).
+    public var keysByRecency: [Key] {
+        state.withLock { s in
+            var keys: [Key] = []
+            var slot = s.head
+            while slot != EvaluationKeyCacheState.none {
+                keys.append(s.nodes[slot].key)
+                slot = s.nodes[slot].next
+            }
+            return keys
+        }
+    }
 }
