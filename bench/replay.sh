@@ -15,7 +15,8 @@
 # load run, REPLAY_FLOOD_SECONDS (60) at that multiple of the capacity, then REPLAY_AFTER_SECONDS (20) at the load's
 # rate again, and prints how soon after the flood the calls' p99 was back to the load run's. REPLAY_ADMISSION_WAIT_MS
 # sets http.maxAdmissionWaitMilliseconds, REPLAY_GATE_SLOTS http.maxRequestsProcessing. REPLAY_KEEP_KEYS=1 (with a kept
-# REPLAY_DIR) serves the key store the last run uploaded instead of uploading every key again.
+# REPLAY_DIR) serves the key store the last run uploaded instead of uploading every key again; its parsed-key cache
+# then starts empty, so REPLAY_WARM_SECONDS (0) replays that long at the load's rate first, unmeasured.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -100,6 +101,9 @@ if [ -z "$rate" ]; then
   "${wl[@]}" replay "${target[@]}" --concurrency "$callers" --duration "$capacity_seconds" --label capacity "${metrics[@]}"
   rate=$(python3 -c "import json; print(round(json.load(open('$work/workload/results-capacity.json'))['goodput'] * $load, 2))")
   echo "capacity measured through the gateway: $(python3 -c "import json; print(round(json.load(open('$work/workload/results-capacity.json'))['goodput'], 2))") calls/s; replaying at $rate calls/s"
+fi
+if [ "${REPLAY_WARM_SECONDS:-0}" != 0 ]; then  # fill the parsed-key cache first: a kept key store starts with it empty
+  "${wl[@]}" replay "${target[@]}" --rate "$rate" --duration "$REPLAY_WARM_SECONDS" --label warm "${metrics[@]}" > /dev/null
 fi
 "${wl[@]}" replay "${target[@]}" --rate "$rate" --duration "$seconds" --label load "${metrics[@]}"
 echo "server RSS: $(awk '/VmRSS|VmHWM/ {printf "%s %d MiB  ", $1, $2/1024}' /proc/$server/status)"

@@ -5,6 +5,7 @@
 // once the process has been idle for a while, a thread of its own gives them back (bench/README.md, Service memory).
 #define _GNU_SOURCE
 #include "CKernels.h"
+#include "Pages.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -51,6 +52,7 @@ static void *cv_idle_releaser(void *unused) {
         int building = cv_transient_builds;  // a build's end trims anyway
         pthread_mutex_unlock(&cv_allocator_lock);
         if (!building) {
+            cv_key_buffer_drain();
             malloc_trim(0);
             atomic_fetch_add(&cv_releases, 1);
         }
@@ -128,15 +130,7 @@ void cv_transient_end(void) {
 // The size a `cv_huge_alloc` mapping of `bytes` has: whole small pages, not whole huge pages. A table's last partial
 // huge page is small pages, so a matrix costs at most one small page more than its words (whole huge pages cost up
 // to 2 MiB more per matrix: 3.5 MiB in a 100 MiB shard, and per shard again on a worker with many).
-static size_t cv_huge_length(size_t bytes) {
-#if defined(__linux__)
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-#else
-    const size_t page = 4096;
-#endif
-    if (bytes == 0) bytes = 1;
-    return (bytes + page - 1) & ~(page - 1);
-}
+static size_t cv_huge_length(size_t bytes) { return cv_page_length(bytes); }
 
 void *cv_huge_alloc(size_t bytes) {
 #if defined(__linux__)

@@ -1,4 +1,5 @@
 #if os(Linux)
+import CKernels
 import Foundation
 import PIR
 import Testing
@@ -39,6 +40,26 @@ struct IdleReleaseTests {
             print("anonymous resident: \(held) KiB with the buffers, \(after) KiB after freeing them and 1.5 s idle")
             free(fence)
             exit(held - after >= 12 << 10 ? 0 : 1)
+        }
+    }
+
+    @Test("The key buffers kept for the next parsed key are unmapped once the process is idle")
+    func keyBuffersReleased() async {
+        await #expect(processExitsWith: .success) {
+            MulPirServer.tuneAllocator()
+            MulPirServer.setIdleRelease(milliseconds: 100)
+            let size = 768 << 10  // a block key's compute form
+            let buffers = (0..<16).map { _ in cv_key_buffer_alloc(size)! }
+            for p in buffers { memset(p, 0x5a, size) }
+            let mapped = IdleReleaseTests.residentAnonymousKiB()
+            MulPirServer.noteAllocatorActivity()
+            for p in buffers { cv_key_buffer_free(p, size) }
+            let kept = cv_key_buffer_pooled_bytes()
+            try? await Task.sleep(for: .milliseconds(1500))
+            let after = IdleReleaseTests.residentAnonymousKiB()
+            print("key buffers: \(mapped) KiB resident with them, \(kept) B kept once freed, "
+                  + "\(cv_key_buffer_pooled_bytes()) B kept and \(after) KiB resident after 1.5 s idle")
+            exit(kept == 16 * size && cv_key_buffer_pooled_bytes() == 0 && mapped - after >= 10 << 10 ? 0 : 1)
         }
     }
 }

@@ -1,8 +1,9 @@
 extension KeySwitchKey {
     /// Parses seeded evaluation-form ciphertexts straight into the compute form (`computeForm()`): each row is
-    /// unpacked, and each seed expanded, into the 32-bit words the key switch reads, with no 64-bit copy made and
-    /// dropped. The same checks and the same words as `init(deserialize:context:)` followed by `computeForm()`;
-    /// unseeded ciphertexts, or moduli over 30 bits, take that path.
+    /// unpacked, and each seed expanded, into the 32-bit words the key switch reads (one block outside the malloc
+    /// heap, `NarrowKeyRows`), with no 64-bit copy made and dropped. The same checks and the same words as
+    /// `init(deserialize:context:)` followed by `computeForm()`; unseeded ciphertexts, or moduli over 30 bits, take
+    /// that path.
     public init(deserializeComputeForm serialized: [SerializedCiphertext], context: Context) throws {
         guard context.parameters.supportsEvaluationKeys else {
             throw HEError.invalidParameters("parameters with one modulus do not support key switching")
@@ -19,27 +20,24 @@ extension KeySwitchKey {
         try Self.checkCount(serialized.count, context: context)
         let n = context.degree
         let half = keyContext.rowCount * n
-        var rows: [[UInt32]] = []
-        for (poly0, seed) in seeded {
-            try Ciphertext.checkSeeded(poly0: poly0, seed: seed, context: keyContext)
+        for (poly0, seed) in seeded { try Ciphertext.checkSeeded(poly0: poly0, seed: seed, context: keyContext) }
+        let rows = try NarrowKeyRows(count: seeded.count, wordsPerRow: 2 * half) { j, words in
+            let (poly0, seed) = seeded[j]
             var stream = try SeededByteStream(seed: seed)
-            rows.append(try [UInt32](unsafeUninitializedCapacity: 2 * half) { words, initialized in
-                try poly0.withUnsafeBytes { raw in
-                    try withUnsafeTemporaryAllocation(of: UInt64.self, capacity: n) { wide in
-                        var offset = 0
-                        for (r, q) in keyContext.moduli.enumerated() {
-                            let count = CoefficientPacking.rowByteCount(count: n, bits: q.bitWidth, skip: 0)
-                            try CoefficientPacking.unpack(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)]), count: n,
-                                                          bits: q.bitWidth, into: wide, modulus: q.value, row: r)
-                            for i in 0..<n { words[r * n + i] = UInt32(truncatingIfNeeded: wide[i]) }
-                            offset += count
-                        }
+            try poly0.withUnsafeBytes { raw in
+                try withUnsafeTemporaryAllocation(of: UInt64.self, capacity: n) { wide in
+                    var offset = 0
+                    for (r, q) in keyContext.moduli.enumerated() {
+                        let count = CoefficientPacking.rowByteCount(count: n, bits: q.bitWidth, skip: 0)
+                        try CoefficientPacking.unpack(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)]), count: n,
+                                                      bits: q.bitWidth, into: wide, modulus: q.value, row: r)
+                        for i in 0..<n { words[r * n + i] = UInt32(truncatingIfNeeded: wide[i]) }
+                        offset += count
                     }
                 }
-                Sampling.uniformWords(context: keyContext, source: &stream,
-                                      into: UnsafeMutableBufferPointer(rebasing: words[half..<(2 * half)]))
-                initialized = 2 * half
-            })
+            }
+            Sampling.uniformWords(context: keyContext, source: &stream,
+                                  into: UnsafeMutableBufferPointer(rebasing: words[half..<(2 * half)]))
         }
         self.init(narrowRows: rows, context: context)
     }

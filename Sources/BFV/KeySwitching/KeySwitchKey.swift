@@ -7,7 +7,7 @@ public struct KeySwitchKey: Sendable, Equatable {
     private let wide: [Ciphertext]
     /// 32-bit copies of each `K_j` (`c0` rows then `a` rows) when every modulus has at most 30 bits: the
     /// pre-transformed form the fast key switch reads.
-    let narrow: [[UInt32]]?
+    let narrow: NarrowKeyRows?
     /// The number of `K_j` (one per ciphertext modulus).
     public let count: Int
     private let context: Context
@@ -32,7 +32,7 @@ public struct KeySwitchKey: Sendable, Equatable {
         context = ctx
         if ctx.keyContext.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
             // Residues below 2^30 fit the 32-bit words as they are.
-            narrow = ciphertexts.map { ct in ct.polys.flatMap { $0.data.map { UInt32(truncatingIfNeeded: $0) } } }
+            narrow = NarrowKeyRows(ciphertexts.map { ct in ct.polys.flatMap { $0.data.map { UInt32(truncatingIfNeeded: $0) } } })
         } else {
             narrow = nil
         }
@@ -90,7 +90,7 @@ extension KeySwitchKey {
     /// and the 32-bit narrow copies the fused key switch uses. What a cache of parsed keys charges.
     public var memoryBytes: Int {
         let wideBytes = wide.reduce(0) { total, ct in total + ct.polys.reduce(0) { $0 + $1.data.count * 8 } }
-        let narrowBytes = (narrow ?? []).reduce(0) { $0 + $1.count * 4 }
+        let narrowBytes = narrow?.byteCount ?? 0
         return wideBytes + narrowBytes
     }
 
@@ -110,7 +110,7 @@ extension KeySwitchKey {
     }
 
     /// A compute-form key from its 32-bit rows (`c0` rows then `a` rows per ciphertext, checked by the caller).
-    init(narrowRows: [[UInt32]], context: Context) {
+    init(narrowRows: NarrowKeyRows, context: Context) {
         wide = []
         narrow = narrowRows
         count = narrowRows.count
@@ -123,7 +123,8 @@ extension KeySwitchKey {
         guard let narrow else { return [] }
         let keyContext = context.keyContext
         let half = keyContext.rowCount * context.degree
-        return narrow.compactMap { rows in
+        return (0..<narrow.count).compactMap { j in
+            let rows = narrow.words(j)
             let polys = [rows[0..<half], rows[half..<(2 * half)]].map {
                 PolyRq(unchecked: keyContext, format: .eval, data: $0.map { UInt64($0) })
             }

@@ -75,7 +75,7 @@ extension Context {
     /// The key switch on 32-bit words for moduli of at most 30 bits: digits transformed in place with the 32-bit
     /// NTT, products with the key's 32-bit copy accumulated in 64-bit SIMD lanes, the output transformed back
     /// in 32 bits, then divided by p.
-    func keySwitchNarrow(_ c: PolyRq, key: [[UInt32]], constants ks: KeySwitchingConstants) throws -> (PolyRq, PolyRq) {
+    func keySwitchNarrow(_ c: PolyRq, key: NarrowKeyRows, constants ks: KeySwitchingConstants) throws -> (PolyRq, PolyRq) {
         let ctx = c.context
         let l = ctx.rowCount
         let n = degree
@@ -103,7 +103,8 @@ extension Context {
                             }
                         }
                         ntt.forwardInPlace(digit, count: n)
-                        key[j].withUnsafeBufferPointer { k in
+                        do {
+                            let k = UnsafeBufferPointer(start: key.row(j), count: key.wordsPerRow)
                             let k0 = UnsafeRawPointer(k.baseAddress!.advanced(by: keyRow * n))
                             let k1 = UnsafeRawPointer(k.baseAddress!.advanced(by: keyStride + keyRow * n))
                             let d = UnsafeRawPointer(digit)

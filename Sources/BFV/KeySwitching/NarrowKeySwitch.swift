@@ -240,10 +240,8 @@ public final class NarrowKeySwitch: @unchecked Sendable {
         return try Ciphertext(context: context, polys: polys)
     }
 
-    /// Calls `body` with base pointers of every array (all non-empty).
-    private static func withPointers<R>(_ arrays: [[UInt32]], _ prefix: [UnsafePointer<UInt32>?] = [],
-                                        _ body: ([UnsafePointer<UInt32>?]) -> R) -> R {
-        guard prefix.count < arrays.count else { return body(prefix) }
-        return arrays[prefix.count].withUnsafeBufferPointer { p in withPointers(arrays, prefix + [p.baseAddress], body) }
+    /// Calls `body` with the first word of each of the key's rows, the key kept alive meanwhile.
+    private static func withPointers<R>(_ key: NarrowKeyRows, _ body: ([UnsafePointer<UInt32>?]) -> R) -> R {
+        withExtendedLifetime(key) { body((0..<key.count).map { key.row($0) }) }
     }
 }

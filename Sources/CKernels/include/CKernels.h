@@ -39,6 +39,17 @@ void *cv_huge_alloc(size_t bytes);
 /// Releases memory from `cv_huge_alloc`.
 void cv_huge_free(void *p, size_t bytes);
 
+/// Memory for one parsed evaluation key's words, outside the malloc heap: a mapping of its own, faulted in at once,
+/// or one an evicted key of the same size left (`cv_key_buffer_free` keeps up to 48 MiB of them). Contents
+/// unspecified; NULL on failure. Free with `cv_key_buffer_free` and the same size.
+void *cv_key_buffer_alloc(size_t bytes);
+/// Returns a key's memory: kept for the next key of the same size while the pool has room, else unmapped.
+void cv_key_buffer_free(void *p, size_t bytes);
+/// Bytes of kept key memory (tests and metrics).
+size_t cv_key_buffer_pooled_bytes(void);
+/// Unmaps every kept key buffer (the idle release does this).
+void cv_key_buffer_drain(void);
+
 /// Vector levels a kernel may use.
 typedef enum {
     CV_LEVEL_PORTABLE = 0,
