@@ -32,7 +32,13 @@ public struct KeySwitchKey: Sendable, Equatable {
         context = ctx
         if ctx.keyContext.moduli.allSatisfy({ $0.bitWidth <= 30 }) {
             // Residues below 2^30 fit the 32-bit words as they are.
-            narrow = NarrowKeyRows(ciphertexts.map { ct in ct.polys.flatMap { $0.data.map { UInt32(truncatingIfNeeded: $0) } } })
+            let wordsPerRow = ciphertexts[0].polys.reduce(0) { $0 + $1.data.count }
+            narrow = NarrowKeyRows(count: ciphertexts.count, wordsPerRow: wordsPerRow) { j, words in
+                var i = 0
+                for poly in ciphertexts[j].polys {
+                    for value in poly.data { words[i] = UInt32(truncatingIfNeeded: value); i += 1 }
+                }
+            }
         } else {
             narrow = nil
         }

@@ -10,6 +10,8 @@ final class NarrowKeyRows: @unchecked Sendable, Equatable {
     /// Words in each row.
     let wordsPerRow: Int
     private let base: UnsafeMutablePointer<UInt32>
+    /// Bytes allocated at `base` (at least one word).
+    private let allocation: Int
     /// Whether `base` came from `cv_key_buffer_alloc` (else from the Swift allocator, where that failed).
     private let mapped: Bool
 
@@ -18,7 +20,8 @@ final class NarrowKeyRows: @unchecked Sendable, Equatable {
         self.count = count
         self.wordsPerRow = wordsPerRow
         let words = max(1, count * wordsPerRow)
-        if let raw = cv_key_buffer_alloc(words * MemoryLayout<UInt32>.stride) {
+        allocation = words * MemoryLayout<UInt32>.stride
+        if let raw = cv_key_buffer_alloc(allocation) {
             base = raw.bindMemory(to: UInt32.self, capacity: words)
             mapped = true
         } else {
@@ -30,16 +33,9 @@ final class NarrowKeyRows: @unchecked Sendable, Equatable {
         }
     }
 
-    /// Rows copied from arrays of equal length.
-    convenience init(_ rows: [[UInt32]]) {
-        self.init(count: rows.count, wordsPerRow: rows.first?.count ?? 0) { j, words in
-            _ = words.initialize(from: rows[j])
-        }
-    }
-
     deinit {
         if mapped {
-            cv_key_buffer_free(base, max(1, count * wordsPerRow) * MemoryLayout<UInt32>.stride)
+            cv_key_buffer_free(base, allocation)
         } else {
             base.deallocate()
         }

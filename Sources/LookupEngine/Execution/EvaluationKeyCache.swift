@@ -40,7 +40,7 @@ public final class EvaluationKeyCache: Sendable {
         state.withLock { s in
             guard let slot = s.slots[key] else { return nil }
             s.moveToFront(slot)
-            return s.nodes[slot].value
+            return s.node(slot).value
         }
     }
 
@@ -82,7 +82,7 @@ public final class EvaluationKeyCache: Sendable {
     @discardableResult
     public func dropUploaded(before cutoff: Double) -> Int {
         let dropped: [EvaluationKey] = state.withLock { s in
-            let expired = s.slots.values.filter { s.nodes[$0].uploadedAt < cutoff }
+            let expired = s.slots.values.filter { s.node($0).uploadedAt < cutoff }
             return expired.map { s.remove($0) }
         }
         return dropped.count
@@ -100,8 +100,8 @@ public final class EvaluationKeyCache: Sendable {
             var keys: [Key] = []
             var slot = s.head
             while slot != EvaluationKeyCacheState.none {
-                keys.append(s.nodes[slot].key)
-                slot = s.nodes[slot].next
+                keys.append(s.node(slot).key)
+                slot = s.node(slot).next
             }
             return keys
         }

@@ -30,13 +30,7 @@ struct EvaluationKeyCacheState {
     private(set) var bytes = 0
 
     /// The node in a used slot.
-    var nodes: NodeView { NodeView(storage: storage) }
-
-    /// Read access to the used slots' nodes.
-    struct NodeView {
-        let storage: [Node?]
-        subscript(slot: Int) -> Node { storage[slot]! }
-    }
+    func node(_ slot: Int) -> Node { storage[slot]! }
 
     /// Adds a key that is not cached as the most recently used.
     mutating func insertAtFront(_ key: Key, _ value: EvaluationKey, bytes: Int, uploadedAt: Double) {
@@ -63,9 +57,8 @@ struct EvaluationKeyCacheState {
         unlink(slot)
         storage[slot]!.previous = Self.none
         storage[slot]!.next = head
-        if head != Self.none { storage[head]!.previous = slot }
+        storage[head]!.previous = slot  // the slot was not the head, so the list keeps one
         head = slot
-        if tail == Self.none { tail = slot }
     }
 
     /// Drops the key in `slot` and returns its value, for the caller to release outside the lock.
