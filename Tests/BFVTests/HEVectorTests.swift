@@ -28,6 +28,21 @@ struct HEVectorTests {
         print("checked \(file): drbg")
     }
 
+    @Test("DRBG stream read in place and filled, in pieces of any size across Generate calls",
+          arguments: Conformance.heVectorNames)
+    func drbgPieces(file: String) throws {
+        let d = try Conformance.heVector(file).sub("drbg")
+        let expected = try d.hex("first8192")
+        var rng = TestRandom()
+        var stream = try SeededByteStream(seed: try d.hex("seed"))
+        var got: [UInt8] = []
+        while got.count < expected.count {
+            let n = min(Int.random(in: 1...3000, using: &rng), expected.count - got.count)
+            if Bool.random(using: &rng) { stream.read(n) { got += $0 } } else { got += stream.next(n) }
+        }
+        #expect(got == expected)
+    }
+
     @Test("uniform seed expansion in Eval and Coeff form", arguments: Conformance.heVectorNames)
     func uniform(file: String) throws {
         let v = try Conformance.heVector(file)

@@ -33,32 +33,35 @@ public struct NistCtrDrbg: Sendable {
     private mutating func update(_ provided: [UInt8]) throws {
         var temp = [UInt8](try keystream(blocks: 2))
         for i in 0..<32 { temp[i] ^= provided[i] }
-        adopt(temp)
+        temp.withUnsafeBytes { adopt($0) }
     }
 
     /// The Update's last step: the first 16 of `state`'s 32 bytes are the new key, the last 16 the new V.
-    private mutating func adopt(_ state: [UInt8]) {
-        key = SymmetricKey(data: state[0..<16])
-        v = state[16..<32].reduce(UInt128(0)) { ($0 << 8) | UInt128($1) }
+    private mutating func adopt(_ state: UnsafeRawBufferPointer) {
+        key = SymmetricKey(data: UnsafeRawBufferPointer(rebasing: state[0..<16]))
+        v = UInt128(bigEndian: state.loadUnaligned(fromByteOffset: 16, as: UInt128.self))
     }
 
     /// NIST Generate without additional input: `count` bytes (at most 65536), then Update with zeros.
     public mutating func generate(count: Int) throws -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        try out.withUnsafeMutableBytes { try generate(into: $0) }
-        return out
+        [UInt8](try generateBytes(count: count))
     }
 
     /// `generate(count:)` written into `out` (at most 65536 bytes), so a caller refilling a buffer allocates none.
-    /// The Update that follows encrypts the next two counter values under the same key, so one CTR pass covers the
-    /// bytes and the Update.
     public mutating func generate(into out: UnsafeMutableRawBufferPointer) throws {
-        precondition(out.count <= Self.maxGenerate, "generate request larger than the DRBG allows")
-        let blocks = (out.count + 15) / 16
+        let bytes = try generateBytes(count: out.count)
+        bytes.withUnsafeBytes { out.copyMemory(from: $0) }
+    }
+
+    /// `generate(count:)` as the keystream's own buffer, with no copy made. The Update that follows encrypts the next
+    /// two counter values under the same key, so one CTR pass covers the bytes and the Update.
+    public mutating func generateBytes(count: Int) throws -> Data {
+        precondition(count >= 0 && count <= Self.maxGenerate, "generate request larger than the DRBG allows")
+        let blocks = (count + 15) / 16
         let stream = try keystream(blocks: blocks + 2)
-        stream.copyBytes(to: out, count: out.count)
         // Update with zeros as provided data: the next key and V are the two blocks after the output's.
-        adopt([UInt8](stream[stream.index(stream.startIndex, offsetBy: blocks * 16)...]))
+        stream.withUnsafeBytes { adopt(UnsafeRawBufferPointer(rebasing: $0[(blocks * 16)..<(blocks * 16 + 32)])) }
+        return stream.prefix(count)
     }
 }
 
@@ -66,6 +69,18 @@ public struct NistCtrDrbg: Sendable {
 public protocol ByteSource {
     /// Fills `buffer` with the next bytes of the stream.
     mutating func fill(_ buffer: UnsafeMutableRawBufferPointer)
+    /// Hands `body` the next `count` bytes of the stream: in place where the source holds them in one piece, so a
+    /// sampler reading thousands of draws copies none.
+    mutating func read<R>(_ count: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+}
+
+extension ByteSource {
+    public mutating func read<R>(_ count: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withUnsafeTemporaryAllocation(byteCount: count, alignment: 16) { buffer in
+            fill(buffer)
+            return try body(UnsafeRawBufferPointer(buffer))
+        }
+    }
 }
 
 /// The reference's buffered wrapper over `NistCtrDrbg`: bytes come from successive `Generate(4096)` calls,
@@ -74,7 +89,8 @@ public struct SeededByteStream: ByteSource, Sendable {
     /// Refill size; part of the format.
     public static let chunkSize = 4096
     private var drbg: NistCtrDrbg
-    private var buffer: [UInt8] = []
+    /// The last Generate's bytes, of which those from `position` on are not used yet.
+    private var buffer = Data()
     private var position = 0
 
     /// A stream expanding `seed` (32 bytes).
@@ -82,26 +98,43 @@ public struct SeededByteStream: ByteSource, Sendable {
         drbg = try NistCtrDrbg(seed: seed)
     }
 
+    /// Makes the next Generate once the current one's bytes are used up.
+    private mutating func refillIfEmpty() {
+        guard position == buffer.count else { return }
+        // AES-CTR over an in-memory buffer with a valid 16-byte key and nonce cannot fail. A key parse draws
+        // hundreds of chunks.
+        do { buffer = try drbg.generateBytes(count: Self.chunkSize) } catch {
+            preconditionFailure("AES-CTR failed on a valid key")
+        }
+        position = 0
+    }
+
     public mutating func fill(_ out: UnsafeMutableRawBufferPointer) {
         var written = 0
         while written < out.count {
-            if position == buffer.count {
-                // AES-CTR over an in-memory buffer with a valid 16-byte key and nonce cannot fail. The buffer is
-                // refilled in place: a key parse draws hundreds of chunks.
-                if buffer.isEmpty { buffer = [UInt8](repeating: 0, count: Self.chunkSize) }
-                do { try buffer.withUnsafeMutableBytes { try drbg.generate(into: $0) } } catch {
-                    preconditionFailure("AES-CTR failed on a valid key")
-                }
-                position = 0
-            }
+            refillIfEmpty()
             let n = min(out.count - written, buffer.count - position)
             buffer.withUnsafeBytes { src in
-                out.baseAddress!.advanced(by: written).copyMemory(
-                    from: src.baseAddress!.advanced(by: position), byteCount: n)
+                UnsafeMutableRawBufferPointer(rebasing: out[written..<(written + n)])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: src[position..<(position + n)]))
             }
             written += n
             position += n
         }
+    }
+
+    public mutating func read<R>(_ count: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        refillIfEmpty()
+        guard count <= buffer.count - position else {
+            // Spans two Generates: copied into one piece.
+            return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 16) { piece in
+                fill(piece)
+                return try body(UnsafeRawBufferPointer(piece))
+            }
+        }
+        let start = position
+        position += count
+        return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) }
     }
 
     /// The next `count` bytes.

@@ -1,26 +1,29 @@
+import CKernels
+
 /// The reference's samplers (SPEC-HE §5). Uniform polynomials come from a seed and are interpreted in
 /// evaluation form; ternary and centred-binomial values use the byte order the reference reads.
 public enum Sampling {
-    /// A uniform polynomial over `context`, 16 little-endian bytes per value reduced without rejection,
-    /// row by row in chunks of `min(N, 1024)` values. The result is in evaluation form.
+    /// Draws reduced per read of the source.
+    private static let drawsPerRead = 256
+
+    /// A uniform polynomial over `context`, 16 little-endian bytes per value reduced without rejection, row by row.
+    /// The result is in evaluation form.
     public static func uniform<S: ByteSource>(context: PolyContext, source: inout S) -> PolyRq {
         let n = context.degree
-        let chunk = min(n, 1024)
         var poly = PolyRq(zeroIn: context, format: .eval)
-        var bytes = [UInt8](repeating: 0, count: 16 * chunk)
         poly.data.withUnsafeMutableBufferPointer { out in
-            for (r, q) in context.moduli.enumerated() {
-                var start = 0
-                while start < n {
-                    bytes.withUnsafeMutableBytes { source.fill($0) }
-                    bytes.withUnsafeBytes { raw in
-                        for i in 0..<chunk {
-                            let lo = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16 * i, as: UInt64.self))
-                            let hi = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16 * i + 8, as: UInt64.self))
-                            out[r * n + start + i] = q.reduce(high: hi, low: lo)
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: drawsPerRead) { words in
+                for (r, q) in context.moduli.enumerated() {
+                    forEachRead(rowOf: n, source: &source) { start, count, bytes in
+                        let row = out.baseAddress! + (r * n + start)
+                        if q.bitWidth <= 30 {
+                            cv_reduce_wide32(bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count, UInt32(q.value),
+                                             words.baseAddress!)
+                            for i in 0..<count { row[i] = UInt64(words[i]) }
+                        } else {
+                            for i in 0..<count { row[i] = reduceDraw(i, of: bytes, modulo: q) }
                         }
                     }
-                    start += chunk
                 }
             }
         }
@@ -28,25 +31,41 @@ public enum Sampling {
     }
 
     /// `uniform(context:source:)`'s values, as 32-bit words (every modulus below 2^32), into `out`
-    /// (`rowCount × degree` words): the same bytes consumed in the same order, no 64-bit polynomial made. Kept
-    /// apart from `uniform`: one generic loop for both cost 2% more instructions per query parse (callgrind).
+    /// (`rowCount × degree` words): the same bytes consumed in the same order, no 64-bit polynomial made. Moduli below
+    /// 2^30 (every preset's) are reduced by `cv_reduce_wide32` from the stream's own buffer.
     public static func uniformWords<S: ByteSource>(context: PolyContext, source: inout S, into out: UnsafeMutableBufferPointer<UInt32>) {
         let n = context.degree
-        let chunk = min(n, 1024)
-        withUnsafeTemporaryAllocation(byteCount: 16 * chunk, alignment: 16) { bytes in
-            for (r, q) in context.moduli.enumerated() {
-                var start = 0
-                while start < n {
-                    source.fill(bytes)
-                    for i in 0..<chunk {
-                        let lo = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16 * i, as: UInt64.self))
-                        let hi = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16 * i + 8, as: UInt64.self))
-                        out[r * n + start + i] = UInt32(truncatingIfNeeded: q.reduce(high: hi, low: lo))
-                    }
-                    start += chunk
+        for (r, q) in context.moduli.enumerated() {
+            forEachRead(rowOf: n, source: &source) { start, count, bytes in
+                let row = out.baseAddress! + (r * n + start)
+                if q.bitWidth <= 30 {
+                    cv_reduce_wide32(bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count, UInt32(q.value), row)
+                } else {
+                    for i in 0..<count { row[i] = UInt32(truncatingIfNeeded: reduceDraw(i, of: bytes, modulo: q)) }
                 }
             }
         }
+    }
+
+    /// Reads one row's draws from `source`, `drawsPerRead` at a time: `body` gets the first value's index in the row,
+    /// the count and their 16 bytes each.
+    @inline(__always)
+    private static func forEachRead<S: ByteSource>(rowOf n: Int, source: inout S,
+                                                   _ body: (Int, Int, UnsafeRawBufferPointer) -> Void) {
+        var start = 0
+        while start < n {
+            let count = min(drawsPerRead, n - start)
+            source.read(16 * count) { body(start, count, $0) }
+            start += count
+        }
+    }
+
+    /// Draw `i` of `bytes` (16 little-endian bytes) mod `q`.
+    @inline(__always)
+    private static func reduceDraw(_ i: Int, of bytes: UnsafeRawBufferPointer, modulo q: Modulus) -> UInt64 {
+        let lo = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16 * i, as: UInt64.self))
+        let hi = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16 * i + 8, as: UInt64.self))
+        return q.reduce(high: hi, low: lo)
     }
 
     /// The uniform polynomial a 32-byte seed expands to, in evaluation form.

@@ -1,3 +1,5 @@
+import CKernels
+
 extension KeySwitchKey {
     /// Parses seeded evaluation-form ciphertexts straight into the compute form (`computeForm()`): each row is
     /// unpacked, and each seed expanded, into the 32-bit words the key switch reads (one block outside the malloc
@@ -25,15 +27,20 @@ extension KeySwitchKey {
             let (poly0, seed) = seeded[j]
             var stream = try SeededByteStream(seed: seed)
             try poly0.withUnsafeBytes { raw in
-                try withUnsafeTemporaryAllocation(of: UInt64.self, capacity: n) { wide in
-                    var offset = 0
-                    for (r, q) in keyContext.moduli.enumerated() {
-                        let count = CoefficientPacking.rowByteCount(count: n, bits: q.bitWidth, skip: 0)
-                        try CoefficientPacking.unpack(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)]), count: n,
-                                                      bits: q.bitWidth, into: wide, modulus: q.value, row: r)
-                        for i in 0..<n { words[r * n + i] = UInt32(truncatingIfNeeded: wide[i]) }
-                        offset += count
+                var offset = 0
+                for (r, q) in keyContext.moduli.enumerated() {
+                    let count = CoefficientPacking.rowByteCount(count: n, bits: q.bitWidth, skip: 0)
+                    let row = UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)])
+                    let unpacked = cv_unpack32(row.baseAddress!.assumingMemoryBound(to: UInt8.self), count, n,
+                                               UInt32(q.bitWidth), UInt32(q.value), words.baseAddress! + r * n)
+                    if unpacked < n {
+                        // A value not below its modulus: the engine's unpack throws the error that names it.
+                        try withUnsafeTemporaryAllocation(of: UInt64.self, capacity: n) { wide in
+                            try CoefficientPacking.unpack(row, count: n, bits: q.bitWidth, into: wide, modulus: q.value, row: r)
+                            for i in 0..<n { words[r * n + i] = UInt32(truncatingIfNeeded: wide[i]) }
+                        }
                     }
+                    offset += count
                 }
             }
             Sampling.uniformWords(context: keyContext, source: &stream,

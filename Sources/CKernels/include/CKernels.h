@@ -50,6 +50,14 @@ size_t cv_key_buffer_pooled_bytes(void);
 /// Unmaps every kept key buffer (the idle release does this).
 void cv_key_buffer_drain(void);
 
+/// `out[i]` = the 128-bit little-endian value at `bytes + 16·i` mod `q`, for `i < count` and `q < 2^30`: a seed's
+/// uniform draws as the reference reduces them (one 16-byte draw per residue), straight into 32-bit words.
+void cv_reduce_wide32(const uint8_t *bytes, size_t count, uint32_t q, uint32_t *out);
+/// Unpacks `count` values of `width` bits (1–32) from the big-endian bit stream `bytes` (`total` bytes; the reference's
+/// row packing) into `out`. Returns `count`, or the index of the first value not below `q` (values before it are
+/// written, none after).
+size_t cv_unpack32(const uint8_t *bytes, size_t total, size_t count, unsigned width, uint32_t q, uint32_t *out);
+
 /// Vector levels a kernel may use.
 typedef enum {
     CV_LEVEL_PORTABLE = 0,
