@@ -127,15 +127,13 @@ void cv_transient_end(void) {
 #include <stdint.h>
 #include <string.h>
 
-// The size a `cv_huge_alloc` mapping of `bytes` has: whole small pages, not whole huge pages. A table's last partial
-// huge page is small pages, so a matrix costs at most one small page more than its words (whole huge pages cost up
-// to 2 MiB more per matrix: 3.5 MiB in a 100 MiB shard, and per shard again on a worker with many).
-static size_t cv_huge_length(size_t bytes) { return cv_page_length(bytes); }
-
 void *cv_huge_alloc(size_t bytes) {
 #if defined(__linux__)
     const size_t huge = 2u << 20;
-    const size_t length = cv_huge_length(bytes);
+    // Whole small pages, not whole huge pages: a table's last partial huge page is small pages, so a matrix costs at
+    // most one small page more than its words (whole huge pages cost up to 2 MiB more per matrix: 3.5 MiB in a
+    // 100 MiB shard, and per shard again on a worker with many). `cv_huge_free` unmaps the same length.
+    const size_t length = cv_page_length(bytes);
     // Map a huge page more and keep the part that starts on a huge-page boundary, so every whole 2 MiB of the table
     // can be one huge page (the kernel aligns only mappings whose size is a multiple of it).
     const size_t span = length + huge;
@@ -159,7 +157,7 @@ void *cv_huge_alloc(size_t bytes) {
 void cv_huge_free(void *p, size_t bytes) {
     if (!p) return;
 #if defined(__linux__)
-    munmap(p, cv_huge_length(bytes));
+    munmap(p, cv_page_length(bytes));
 #else
     (void)bytes;
     free(p);

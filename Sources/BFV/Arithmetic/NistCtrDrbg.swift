@@ -47,12 +47,6 @@ public struct NistCtrDrbg: Sendable {
         [UInt8](try generateBytes(count: count))
     }
 
-    /// `generate(count:)` written into `out` (at most 65536 bytes), so a caller refilling a buffer allocates none.
-    public mutating func generate(into out: UnsafeMutableRawBufferPointer) throws {
-        let bytes = try generateBytes(count: out.count)
-        bytes.withUnsafeBytes { out.copyMemory(from: $0) }
-    }
-
     /// `generate(count:)` as the keystream's own buffer, with no copy made. The Update that follows encrypts the next
     /// two counter values under the same key, so one CTR pass covers the bytes and the Update.
     public mutating func generateBytes(count: Int) throws -> Data {
@@ -76,6 +70,11 @@ public protocol ByteSource {
 
 extension ByteSource {
     public mutating func read<R>(_ count: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try readCopied(count, body)
+    }
+
+    /// `read` through a temporary copy `fill` writes: the default, and a stream's read that spans two of its buffers.
+    mutating func readCopied<R>(_ count: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeTemporaryAllocation(byteCount: count, alignment: 16) { buffer in
             fill(buffer)
             return try body(UnsafeRawBufferPointer(buffer))
@@ -125,13 +124,7 @@ public struct SeededByteStream: ByteSource, Sendable {
 
     public mutating func read<R>(_ count: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         refillIfEmpty()
-        guard count <= buffer.count - position else {
-            // Spans two Generates: copied into one piece.
-            return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 16) { piece in
-                fill(piece)
-                return try body(UnsafeRawBufferPointer(piece))
-            }
-        }
+        guard count <= buffer.count - position else { return try readCopied(count, body) }  // spans two Generates
         let start = position
         position += count
         return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) }
