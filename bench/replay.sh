@@ -74,7 +74,7 @@ PY
 # REPLAY_KEEP_KEYS=1 keeps the key store the last run filled instead (the same phones' keys, not uploaded again).
 keep_keys=""
 if [ -f "$work/workload/workload.json" ]; then
-  if [ "${REPLAY_KEEP_KEYS:-0}" = 1 ] && [ -f "$work/server/keys.sqlite" ]; then keep_keys=1; else rm -f "$work/server"/keys.sqlite*; fi
+  if [ "${REPLAY_KEEP_KEYS:-0}" = 1 ] && [ -f "$work/server/keys.sqlite" ]; then keep_keys=1; else rm -rf "$work/server"/keys.sqlite*; fi
   rm -f "$work/server"/nonces.sqlite*
   echo 0 > "$work/workload/cursor"
 fi

@@ -20,6 +20,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let corrupt = Code("corrupt")
         /// A write only the current leader may make was refused: another process took the lead since.
         public static let fenced = Code("fenced")
+        /// A file the store keeps beside its database could not be created, read, written or deleted.
+        public static let io = Code("io")
     }
 
     /// What went wrong, as a stable code.

@@ -75,20 +75,7 @@ struct KeyStoreTests {
     @Test("A store written before the usage counters is migrated with its keys counted")
     func countersMigration() async throws {
         let path = try temporaryDirectory() + "/old.sqlite"
-        let queue = try DatabaseQueue(path: path)
-        try await queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-                INSERT INTO grdb_migrations VALUES ('v1');
-                CREATE TABLE evaluation_keys (user TEXT NOT NULL, identifier BLOB NOT NULL, timestamp INTEGER NOT NULL,
-                    uploaded_at REAL NOT NULL, key BLOB NOT NULL, PRIMARY KEY (user, identifier));
-                """)
-            for i in 0..<3 {
-                try db.execute(sql: "INSERT INTO evaluation_keys VALUES (?, ?, 1, ?, ?)",
-                               arguments: ["u\(i)", Data([1]), Date().timeIntervalSince1970, Data(count: 100 * (i + 1))])
-            }
-        }
-        try queue.close()
+        try KeyFileTests.writeFirstSchemaStore(path, keys: (0..<3).map { ("u\($0)", [1], [UInt8](repeating: 0, count: 100 * ($0 + 1))) })
         let store = try SQLiteEvaluationKeyStore(path: path)
         #expect(try await store.usage() == KeyStoreUsage(keys: 3, bytes: 600))
         try await store.store(.init(user: "u0", identifier: [1], timestamp: 2, uploadedAt: Date(), serialized: [1, 2]))

@@ -5,9 +5,10 @@ import LookupStorage
 import ServiceTestSupport
 import Testing
 
-/// A key write larger than the page cache (its pages spill to the WAL before the commit) that fails at each step,
-/// the row, the usage counters and the eviction of older keys: the store and a reopened one serve the previous
-/// version with counters that match it, and the next write works.
+/// A key write that fails at each step of its transaction, the row, the usage counters and the eviction of older keys:
+/// the store and a reopened one serve the previous version with counters that match it, the key file the write made is
+/// gone, and the next write works. (The keys are larger than a connection's page cache, as keys stored in the database
+/// by earlier versions were: their pages spilled to the WAL before the commit.)
 @Suite("SQLite key store: failures while writing a spilled key")
 struct SpilledKeyWriteFailureTests {
     static let id = [UInt8](repeating: 9, count: 32)
@@ -35,6 +36,9 @@ struct SpilledKeyWriteFailureTests {
         try await injector.write { db in try db.execute(sql: "CREATE TRIGGER injected \(trigger) BEGIN SELECT RAISE(ABORT, 'injected'); END") }
         let write = trigger.contains("DELETE") ? Self.key("u3", 2) : Self.key("u1", 2)
         await #expect(throws: (any Error).self) { _ = try await store.store(write) }
+        // The failed write's key file is gone at once, not only when the store is next opened.
+        let rows = try KeyFileTests.rows(path)
+        #expect(try rows.files.count == 2 && rows.garbage == 0 && KeyFileTests.files(path) == Set(rows.files.keys))
         for (name, serving) in [("the same store", store), ("a reopened store", try open())] {
             #expect(try await serving.key(user: "u1", identifier: Self.id)?.serialized == u1.serialized, "\(name): u1")
             #expect(try await serving.key(user: "u2", identifier: Self.id)?.serialized == u2.serialized, "\(name): u2")
