@@ -10,7 +10,8 @@
 # REPLAY_PHONES (20000), REPLAY_KEYS (100 distinct secret keys), REPLAY_ROWS (20000 numbers), REPLAY_CACHE_MB each
 # worker's parsed-key cache (default: the two together hold about 6% of the phones' keys), REPLAY_WINDOW seconds per window
 # (100), REPLAY_CAPACITY_SECONDS (60), REPLAY_LOAD (0.7), REPLAY_RATE (calls/s: skips the capacity run),
-# REPLAY_CONNECTIONS (4), REPLAY_CALLERS (16), REPLAY_KILL_AT (20), REPLAY_DOWN (10), REPLAY_BUILD (release),
+# REPLAY_CONNECTIONS (4), REPLAY_CALLERS (16), REPLAY_CALLS calls to prepare (default: enough at REPLAY_RATE or at
+# REPLAY_CAPACITY_GUESS, 90 calls/s), REPLAY_KILL_AT (20), REPLAY_DOWN (10), REPLAY_BUILD (release),
 # REPLAY_SERVER_CPUS (1: the coordinator and both workers) and REPLAY_CLIENT_CPUS (0), REPLAY_DIR (keeps the dataset
 # and the prepared workload for another run). REPLAY_KEEP_KEYS=1 (with REPLAY_DIR) keeps the coordinator's key store
 # there too, so a later run serves the keys the first uploaded instead of uploading every key again.
@@ -90,7 +91,7 @@ url="https://${ips[0]}:8080"
 wl=("${client_pin[@]}" "$bench_bin" workload)
 target=(--dir "$state/workload" --url "$url" --ca "$state/cert.pem" --connections "$connections")
 metrics=(--metrics "$admin_url/metrics")
-calls=$(python3 -c "print(int(max(${REPLAY_RATE:-40}, 40) * (3 * $window + $capacity_seconds) * 1.3) + 500)")
+calls=${REPLAY_CALLS:-$(python3 -c "print(int(${REPLAY_RATE:-${REPLAY_CAPACITY_GUESS:-90}} * (3 * $window + $capacity_seconds) * 1.3) + 500)")}
 if [ ! -f "$state/workload/workload.json" ]; then
   "${wl[@]}" prepare --dir "$state/workload" --url "$url" --ca "$state/cert.pem" --dataset "$state/dataset" \
     --phones "$phones" --distinct-keys "$keys" --calls "$calls"

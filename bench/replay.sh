@@ -9,7 +9,8 @@
 # cache (default: phones × 0.15 MiB, room for about 6% of the phones' keys: the dataset's two use cases have key
 # configs of their own, about 1.2 MiB a key as cached), REPLAY_SECONDS (300), REPLAY_CAPACITY_SECONDS (60),
 # REPLAY_LOAD (0.7), REPLAY_RATE (calls/s; skips the capacity run), REPLAY_CONNECTIONS (4), REPLAY_CALLERS
-# closed-loop callers (16), REPLAY_BUILD (release), REPLAY_SERVER_CPUS (1), REPLAY_CLIENT_CPUS (0), REPLAY_DIR (a
+# closed-loop callers (16), REPLAY_CALLS calls to prepare (default: enough for the runs at REPLAY_CAPACITY_GUESS, 90
+# calls/s, or at REPLAY_RATE), REPLAY_BUILD (release), REPLAY_SERVER_CPUS (1), REPLAY_CLIENT_CPUS (0), REPLAY_DIR (a
 # temporary directory; give one to keep the workload), REPLAY_PORT (18643), REPLAY_SERVER_BIN and REPLAY_BENCH_BIN
 # (binaries to use instead of building: another commit's server, side by side). REPLAY_FLOOD (e.g. 4) adds, after the
 # load run, REPLAY_FLOOD_SECONDS (60) at that multiple of the capacity, then REPLAY_AFTER_SECONDS (20) at the load's
@@ -89,7 +90,13 @@ done
 url="https://127.0.0.1:$port"
 wl=("${client_pin[@]}" "$bench_bin" workload)
 target=(--dir "$work/workload" --url "$url" --ca "$work/cert.pem" --connections "$connections")
-calls=$(python3 -c "print(int(max(${REPLAY_RATE:-40}, 40) * ($seconds + $capacity_seconds) * 1.3) + 500)")
+# Calls to prepare: enough for every run at REPLAY_RATE, or at REPLAY_CAPACITY_GUESS calls/s of capacity, with a margin.
+calls=${REPLAY_CALLS:-$(python3 -c "
+rate, guess, load = '${REPLAY_RATE:-}', ${REPLAY_CAPACITY_GUESS:-90}, $load
+at_load = float(rate) if rate else guess * load
+runs = (0 if rate else guess * $capacity_seconds) + at_load * ($seconds + ${REPLAY_WARM_SECONDS:-0})
+if '${REPLAY_FLOOD:-}': runs += guess * float('${REPLAY_FLOOD:-0}') * ${REPLAY_FLOOD_SECONDS:-60} + at_load * ${REPLAY_AFTER_SECONDS:-20}
+print(int(runs * 1.3) + 500)")}
 if [ ! -f "$work/workload/workload.json" ]; then
   "${wl[@]}" prepare --dir "$work/workload" --url "$url" --ca "$work/cert.pem" --dataset "$work/dataset" \
     --phones "$phones" --distinct-keys "$keys" --calls "$calls"

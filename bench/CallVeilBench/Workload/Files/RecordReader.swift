@@ -6,10 +6,27 @@ struct RecordReader {
     private let bytes: [UInt8]
     private var offset = 0
 
+    /// Reads the whole file in chunks: a prepared workload's calls pass 2 GiB, and one `read` (which
+    /// `FileManager.contents(atPath:)` makes on Linux) returns at most 2 GiB less a page.
     init(path: String) throws {
         self.path = path
-        guard let data = FileManager.default.contents(atPath: path) else { throw WorkloadError("cannot read \(path)") }
-        bytes = [UInt8](data)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw WorkloadError("cannot read \(path)") }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw WorkloadError("cannot read \(path)") }
+        let size = Int(status.st_size)
+        var failed = false
+        bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = 0
+            while count < size {
+                let n = read(fd, buffer.baseAddress! + count, min(size - count, 1 << 30))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { failed = n < 0; break }
+                count += n
+            }
+        }
+        guard !failed else { throw WorkloadError("cannot read \(path)") }
     }
 
     var atEnd: Bool { offset == bytes.count }

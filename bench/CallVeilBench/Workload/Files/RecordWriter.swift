@@ -26,8 +26,25 @@ struct RecordWriter {
         if let value { field(value) }
     }
 
-    /// Writes the records to `path` atomically.
+    /// Writes the records to `path` atomically (a temporary file renamed over it), in chunks: a prepared workload's
+    /// calls pass 2 GiB, which one `write` does not take whole.
     func write(to path: String) throws {
-        try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+        let temporary = "\(path).tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw WorkloadError("cannot write \(temporary)") }
+        var written = 0
+        let complete = bytes.withUnsafeBytes { raw -> Bool in
+            while written < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + written, min(raw.count - written, 1 << 30))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                written += n
+            }
+            return true
+        }
+        guard close(fd) == 0, complete, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw WorkloadError("cannot write \(path)")
+        }
     }
 }
