@@ -109,6 +109,7 @@ struct IdentityDatasetTests {
     func iconThatDoesNotFit() throws {
         let directory = NSTemporaryDirectory() + "callveil-icons-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         try Data(repeating: 0xAB, count: 65_536).write(to: URL(fileURLWithPath: "\(directory)/+14364967678.heic"))
         try Data(repeating: 0xCD, count: 65_400).write(to: URL(fileURLWithPath: "\(directory)/+12412306542.heic"))
         var records = ["+14364967678", "+12412306542"].map {
@@ -124,6 +125,7 @@ struct IdentityDatasetTests {
     func icons() throws {
         let directory = NSTemporaryDirectory() + "callveil-icons-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         try Data(repeating: 0xAB, count: 1000).write(to: URL(fileURLWithPath: "\(directory)/+14364967678.heic"))
         try Data(repeating: 0xCD, count: IdentityDataset.maxIconBytes + 1).write(to: URL(fileURLWithPath: "\(directory)/+12412306542.heic"))
         var records = ["+14364967678", "+12412306542", "+12412306543"].map {

@@ -72,12 +72,21 @@ public struct TestServer: Sendable {
     }
 }
 
-/// A fresh temporary directory.
+/// A fresh temporary directory, removed when the test process exits (a full run makes hundreds, some with shards).
 public func temporaryDirectory() throws -> String {
     let path = NSTemporaryDirectory() + "callveil-test-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    temporaryDirectories.withLock { made in
+        if made.isEmpty {
+            atexit { for path in temporaryDirectories.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) } }
+        }
+        made.append(path)
+    }
     return path
 }
+
+/// The directories `temporaryDirectory()` made in this process.
+private let temporaryDirectories = Mutex<[String]>([])
 
 /// Writes a service config with the given use cases (absolute file stems) into `directory`, changed by `edit`;
 /// returns its path.
