@@ -47,14 +47,18 @@ final class KeyBlobFiles: Sendable {
         UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
     }
 
+    /// Whether `name` is one `newName()` makes: 32 lowercase hex digits. A name read from the database is checked
+    /// before it becomes a path, so a damaged row cannot point a read or a delete outside the directory.
+    static func isValid(_ name: String) -> Bool {
+        name.utf8.count == 32 && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
     func path(_ name: String) -> String { "\(directory)/\(name.prefix(2))/\(name)" }
 
     /// Writes `bytes` as the file `name` (which must not exist), durably: the file and its directory entry are on disk
     /// when this returns. A failure removes what was written.
     func write(_ bytes: [UInt8], name: String) throws {
-        guard name.count >= 2, name.allSatisfy(\.isHexDigit) else {
-            throw StoreError(.invalidConfiguration, "Invalid key file name")
-        }
+        guard Self.isValid(name) else { throw StoreError(.corrupt, "Invalid key file name") }
         let subdirectory = "\(directory)/\(name.prefix(2))"
         try Self.makeDirectory(subdirectory)
         let file = path(name)
@@ -83,6 +87,7 @@ final class KeyBlobFiles: Sendable {
     /// The `size` bytes of the file `name`; nil if it does not exist (a concurrent write replaced its key).
     func read(_ name: String, size: Int) throws -> [UInt8]? {
         guard size >= 0, size <= Int(Int32.max) else { throw StoreError(.corrupt, "Key file size \(size) out of range") }
+        guard Self.isValid(name) else { throw StoreError(.corrupt, "A stored key's file name is invalid") }
         let file = path(name)
         var fd: Int32 = -1
         var isDirect = false
@@ -100,8 +105,8 @@ final class KeyBlobFiles: Sendable {
         }
         defer { close(fd) }
         let capacity = max(Self.alignment, (size + Self.alignment) / Self.alignment * Self.alignment)
-        let buffer = try takeBuffer(capacity)
-        defer { giveBack(buffer, capacity) }
+        let (buffer, allocated) = try takeBuffer(capacity)
+        defer { giveBack(buffer, allocated) }
         var total = 0
         // One read reaches the end of the file; `capacity` exceeds `size` so that a longer file is noticed.
         while total < capacity {
@@ -127,24 +132,27 @@ final class KeyBlobFiles: Sendable {
         return [UInt8](UnsafeRawBufferPointer(start: buffer, count: size))
     }
 
-    /// Deletes the files; a file already gone (or never created: its subdirectory is missing) is not an error.
+    /// Deletes the files; a file already gone (or never created: its subdirectory is missing) is not an error, and an
+    /// invalid name names no file here.
     func remove(_ names: [String]) throws {
-        for name in names where unlink(path(name)) != 0 && errno != ENOENT && errno != ENOTDIR {
+        for name in names where Self.isValid(name) && unlink(path(name)) != 0 && errno != ENOENT && errno != ENOTDIR {
             throw Self.ioError("delete a key file", errno)
         }
     }
 
-    private func takeBuffer(_ capacity: Int) throws -> UnsafeMutableRawPointer {
-        let reused = spare.withLock { spare -> UInt? in
-            guard let index = spare.firstIndex(where: { $0.capacity == capacity }) else { return nil }
-            return spare.remove(at: index).address
+    /// A kept buffer of at least `capacity` bytes (the smallest that fits), or a new one; with its allocated size.
+    private func takeBuffer(_ capacity: Int) throws -> (UnsafeMutableRawPointer, Int) {
+        let reused = spare.withLock { spare -> (address: UInt, capacity: Int)? in
+            let fitting = spare.indices.filter { spare[$0].capacity >= capacity }
+            guard let index = fitting.min(by: { spare[$0].capacity < spare[$1].capacity }) else { return nil }
+            return spare.remove(at: index)
         }
-        if let reused, let buffer = UnsafeMutableRawPointer(bitPattern: reused) { return buffer }
+        if let reused, let buffer = UnsafeMutableRawPointer(bitPattern: reused.address) { return (buffer, reused.capacity) }
         var pointer: UnsafeMutableRawPointer?
         guard posix_memalign(&pointer, Self.alignment, capacity) == 0, let pointer else {
             throw StoreError(.io, "Out of memory for a key read of \(capacity) bytes")
         }
-        return pointer
+        return (pointer, capacity)
     }
 
     private func giveBack(_ buffer: UnsafeMutableRawPointer, _ capacity: Int) {

@@ -177,6 +177,32 @@ struct KeyFileTests {
         }
     }
 
+    @Test("A damaged row's file name is refused as corrupt, and a listed name outside the directory deletes nothing")
+    func damagedNamesStayInside() async throws {
+        let directory = try temporaryDirectory()
+        let path = directory + "/keys.sqlite"
+        let store = try SQLiteEvaluationKeyStore(path: path)
+        try await store.store(Self.key("u1", 1))
+        let victim = directory + "/victim"
+        #expect(FileManager.default.createFile(atPath: victim, contents: Data(Self.bytes("u1", 1))) == true)
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            // Both resolve to `victim` beside the database: <dir>/keys.sqlite-blobs/./ + ./../victim.
+            try db.execute(sql: "UPDATE evaluation_keys SET blob = './../victim'")
+            try db.execute(sql: "INSERT INTO key_blob_garbage (name) VALUES ('./../victim')")
+        }
+        try queue.close()
+        do {
+            _ = try await store.key(user: "u1", identifier: Self.id)
+            Issue.record("a row naming a file outside the directory was served")
+        } catch let error as StoreError {
+            #expect(error.code == .corrupt, "\(error)")
+        }
+        _ = try SQLiteEvaluationKeyStore(path: path)  // opening collects the listed names
+        #expect(FileManager.default.fileExists(atPath: victim))
+        #expect(try Self.rows(path).garbage == 0)
+    }
+
     @Test("Reads racing replacements of the same key get one whole version or the other, never an error")
     func readsRaceReplacements() async throws {
         let path = try temporaryDirectory() + "/keys.sqlite"
