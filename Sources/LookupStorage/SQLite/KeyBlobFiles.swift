@@ -132,11 +132,11 @@ final class KeyBlobFiles: Sendable {
         return [UInt8](UnsafeRawBufferPointer(start: buffer, count: size))
     }
 
-    /// Deletes the files; a file already gone (or never created: its subdirectory is missing) is not an error, and an
-    /// invalid name names no file here.
-    func remove(_ names: [String]) throws {
-        for name in names where Self.isValid(name) && unlink(path(name)) != 0 && errno != ENOENT && errno != ENOTDIR {
-            throw Self.ioError("delete a key file", errno)
+    /// Deletes the files and returns the names no longer naming one here: deleted, already gone (or never created: its
+    /// subdirectory is missing), or invalid (naming no file here). A file that cannot be deleted is left out.
+    func remove(_ names: [String]) -> [String] {
+        names.filter { name in
+            !Self.isValid(name) || unlink(path(name)) == 0 || errno == ENOENT || errno == ENOTDIR
         }
     }
 

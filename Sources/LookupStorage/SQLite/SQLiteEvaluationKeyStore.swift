@@ -82,12 +82,13 @@ public final class SQLiteEvaluationKeyStore: EvaluationKeyStore {
         try collectGarbage()
     }
 
-    /// Deletes the files `key_blob_garbage` lists (left by a write that failed or by a crash) and empties the list.
+    /// Deletes the files `key_blob_garbage` lists (left by a write that failed or by a crash) and takes them off the
+    /// list; a file that cannot be deleted stays listed for the next opening and does not stop this one.
     private func collectGarbage() throws {
         let names = try pool.read { db in try String.fetchAll(db, sql: "SELECT name FROM key_blob_garbage") }
         guard !names.isEmpty else { return }
-        try blobs.remove(names)
-        try pool.write { db in try Self.forget(names, db) }
+        let removed = blobs.remove(names)
+        try pool.write { db in try Self.forget(removed, db) }
     }
 
     /// Takes deleted files off the garbage list.
@@ -110,9 +111,9 @@ public final class SQLiteEvaluationKeyStore: EvaluationKeyStore {
     /// them. A failure here leaves them listed, to be collected when the store is next opened.
     private func deleteReleased(_ names: [String]) async {
         guard !names.isEmpty else { return }
+        let removed = blobs.remove(names)
         do {
-            try blobs.remove(names)
-            try await pool.write { db in try Self.forget(names, db) }
+            try await pool.write { db in try Self.forget(removed, db) }
         } catch {
             // Still listed in key_blob_garbage.
         }

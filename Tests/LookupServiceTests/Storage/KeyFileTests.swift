@@ -159,6 +159,49 @@ struct KeyFileTests {
         #expect(try rows.files.count == 1 && Self.files(path) == Set(rows.files.keys))
     }
 
+    @Test("Failing to list the new file, the upload's first step, fails it and leaves the previous key and no file")
+    func listingFails() async throws {
+        let path = try temporaryDirectory() + "/keys.sqlite"
+        let store = try SQLiteEvaluationKeyStore(path: path)
+        try await store.store(Self.key("u1", 1))
+        let before = try Self.rows(path)
+        let injector = try DatabaseQueue(path: path)
+        try await injector.write { db in
+            try db.execute(sql: "CREATE TRIGGER injected BEFORE INSERT ON key_blob_garbage BEGIN SELECT RAISE(ABORT, 'injected'); END")
+        }
+        await #expect(throws: (any Error).self) { try await store.store(Self.key("u1", 2)) }
+        #expect(try await store.key(user: "u1", identifier: Self.id)?.serialized == Self.bytes("u1", 1))
+        let after = try Self.rows(path)
+        #expect(try after.files == before.files && after.garbage == 0 && Self.files(path) == Set(before.files.keys))
+        try await injector.write { db in try db.execute(sql: "DROP TRIGGER injected") }
+        try await store.store(Self.key("u1", 2))
+        #expect(try await store.key(user: "u1", identifier: Self.id)?.serialized == Self.bytes("u1", 2))
+    }
+
+    @Test("A replaced key's file that cannot be deleted after the commit stays listed: the new key serves, opening works")
+    func deletionAfterCommitFails() async throws {
+        let path = try temporaryDirectory() + "/keys.sqlite"
+        let store = try SQLiteEvaluationKeyStore(path: path)
+        try await store.store(Self.key("u1", 1))
+        let old = try #require(try Self.rows(path).files.keys.first)
+        // The old file becomes a non-empty directory: unlink fails (EISDIR) after the commit that replaces it.
+        let oldPath = "\(path)-blobs/\(old.prefix(2))/\(old)"
+        try FileManager.default.removeItem(atPath: oldPath)
+        try FileManager.default.createDirectory(atPath: oldPath + "/inside", withIntermediateDirectories: true)
+        try await store.store(Self.key("u1", 2))
+        #expect(try await store.key(user: "u1", identifier: Self.id)?.serialized == Self.bytes("u1", 2))
+        var rows = try Self.rows(path)
+        #expect(rows.files.count == 1 && rows.files[old] == nil && rows.garbage == 1)
+        // Opening again still works and serves the new key; the name stays listed until its file can go.
+        let reopened = try SQLiteEvaluationKeyStore(path: path)
+        #expect(try await reopened.key(user: "u1", identifier: Self.id)?.serialized == Self.bytes("u1", 2))
+        #expect(try Self.rows(path).garbage == 1)
+        try FileManager.default.removeItem(atPath: oldPath)
+        _ = try SQLiteEvaluationKeyStore(path: path)
+        rows = try Self.rows(path)
+        #expect(try rows.garbage == 0 && Self.files(path) == Set(rows.files.keys))
+    }
+
     @Test("A key file shorter or longer than its row says is reported corrupt, not served", arguments: [true, false])
     func wrongSizeIsCorrupt(direct: Bool) async throws {
         let path = try temporaryDirectory() + "/keys.sqlite"
