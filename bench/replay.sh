@@ -14,7 +14,8 @@
 # temporary directory; give one to keep the workload), REPLAY_PORT (18643), REPLAY_SERVER_BIN and REPLAY_BENCH_BIN
 # (binaries to use instead of building: another commit's server, side by side). REPLAY_FLOOD (e.g. 4) adds, after the
 # load run, REPLAY_FLOOD_SECONDS (60) at that multiple of the capacity, then REPLAY_AFTER_SECONDS (20) at the load's
-# rate again, and prints how soon after the flood the calls' p99 was back to the load run's. REPLAY_ADMISSION_WAIT_MS
+# rate again, and prints how soon after the flood the calls' p99 was back to the load run's; REPLAY_HOSTILE=1 adds
+# make overload's hostile sockets and 10 MiB /key uploads during the flood. REPLAY_ADMISSION_WAIT_MS
 # sets http.maxAdmissionWaitMilliseconds, REPLAY_GATE_SLOTS http.maxRequestsProcessing. REPLAY_KEEP_KEYS=1 (with a kept
 # REPLAY_DIR) serves the key store the last run uploaded instead of uploading every key again; its parsed-key cache
 # then starts empty, so REPLAY_WARM_SECONDS (0) replays that long at the load's rate first, unmeasured.
@@ -120,8 +121,32 @@ if [ -n "${REPLAY_FLOOD:-}" ]; then
   flood_rate=$(python3 -c "print(round($capacity * ${REPLAY_FLOOD}, 2))")
   target_p99=$(python3 -c "import json; print(round(json.load(open('$work/workload/results-load.json'))['callP99'] * 1000, 1))")
   echo "flood: ${REPLAY_FLOOD}× the capacity, $flood_rate calls/s for ${REPLAY_FLOOD_SECONDS:-60} s, then $rate calls/s (load p99 $target_p99 ms)"
+  # REPLAY_HOSTILE=1 adds make overload's other floods for the flood's duration, in processes of their own on the
+  # client's CPUs at the lowest priority (nice 19: the replay's own lag stays the server's, not theirs): 500 hostile
+  # sockets on the TLS listener (bench/hostile.py: 300 silent, 100 half ClientHellos, bodies trickled a byte a second to
+  # /queries by 60 and to the gateway by 40) and 16 uploaders of 10 MiB /key bodies with tokens of their own.
+  hostile=()
+  if [ "${REPLAY_HOSTILE:-0}" = 1 ]; then
+    flood_seconds=${REPLAY_FLOOD_SECONDS:-60}
+    for spec in "silent 300 /" "half 100 /" "trickle 60 /queries" "trickle 40 /ohttp-gateway"; do
+      read -r mode count path <<< "$spec"
+      nice -n 19 "${client_pin[@]}" "$python" bench/hostile.py --port "$port" --protocol tls --mode "$mode" --count "$count" \
+        --seconds "$flood_seconds" --path "$path" > "$work/hostile-$mode-${path//\//_}.json" &
+      hostile+=($!)
+    done
+    nice -n 19 "${wl[@]}" key-flood "${target[@]}" --uploaders 16 --megabytes 10 --seconds "$flood_seconds" > "$work/key-flood.txt" &
+    hostile+=($!)
+  fi
   "${wl[@]}" replay "${target[@]}" --rate "$flood_rate" --duration "${REPLAY_FLOOD_SECONDS:-60}" --after-rate "$rate" \
-    --after-seconds "${REPLAY_AFTER_SECONDS:-20}" --recovered-p99 "$target_p99" --label flood "${metrics[@]}"
+    --after-seconds "${REPLAY_AFTER_SECONDS:-20}" --recovered-p99 "$target_p99" --recovery-baseline load --label flood "${metrics[@]}"
+  if [ ${#hostile[@]} -gt 0 ]; then
+    for p in "${hostile[@]}"; do wait "$p" || true; done
+    cat "$work/key-flood.txt"
+    printf '| hostile sockets | sockets | opened | closed by the server | median life (s) | longest closed life (s) | open at the end |\n|---|---:|---:|---:|---:|---:|---:|\n'
+    for f in "$work"/hostile-*.json; do
+      "$python" -c "import json, sys; r = json.load(open(sys.argv[1])); print(f\"| {r['label']} | {r['sockets']} | {r['opened']} | {r['closed_by_server']} | {r['median_life_s']} | {r['max_life_s']} | {r['open_at_end']} |\")" "$f"
+    done
+  fi
   echo "server RSS: $(awk '/VmRSS|VmHWM/ {printf "%s %d MiB  ", $1, $2/1024}' /proc/$server/status)"
   "${wl[@]}" check --dir "$work/workload" --label flood
 fi

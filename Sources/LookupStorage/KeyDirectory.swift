@@ -65,16 +65,8 @@ package struct KeyDirectory: Sendable {
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw ConfigError("cannot create \(temporary) (errno \(errno))") }
-        var failure: String?
-        contents.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue }; failure = "write failed (errno \(errno))"; return }
-                offset += n
-            }
-        }
-        if failure == nil, fsync(fd) != 0 { failure = "fsync failed (errno \(errno))" }
+        let code = contents.withUnsafeBytes { DurableWrite.writeAllAndSync(fd, $0) }
+        var failure = code == 0 ? nil : "write or fsync failed (errno \(code))"
         close(fd)
         if failure == nil, rename(temporary, target) != 0 { failure = "rename failed (errno \(errno))" }
         if let failure {
@@ -85,9 +77,7 @@ package struct KeyDirectory: Sendable {
 
     /// fsyncs a directory (or file), so a rename in it survives a power loss.
     package static func sync(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ConfigError("cannot open \(path) to sync (errno \(errno))") }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw ConfigError("cannot sync \(path) (errno \(errno))") }
+        let code = DurableWrite.sync(path)
+        guard code == 0 else { throw ConfigError("cannot sync \(path) (errno \(code))") }
     }
 }

@@ -64,18 +64,7 @@ final class KeyBlobFiles: Sendable {
         let file = path(name)
         let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Self.ioError("create a key file", errno) }
-        var written = 0
-        let result: Int32 = bytes.withUnsafeBytes { raw in
-            while written < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                written += n
-            }
-            return fsync(fd) == 0 ? 0 : errno
-        }
+        let result = bytes.withUnsafeBytes { DurableWrite.writeAllAndSync(fd, $0) }
         close(fd)
         if result != 0 {
             unlink(file)
@@ -171,10 +160,8 @@ final class KeyBlobFiles: Sendable {
     }
 
     private static func syncDirectory(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw ioError("open the key file directory", errno) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw ioError("sync the key file directory", errno) }
+        let code = DurableWrite.sync(path)
+        guard code == 0 else { throw ioError("sync the key file directory", code) }
     }
 
     private static func ioError(_ what: String, _ code: Int32) -> StoreError {

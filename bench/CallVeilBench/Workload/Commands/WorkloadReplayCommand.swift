@@ -23,6 +23,8 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
     @Option(help: "Calls per second during --after-seconds.") var afterRate: Double?
     @Option(help: "Recovered from when the calls arriving after --duration have their p99 within this many ms (e.g. the 70%-load p99).")
     var recoveredP99: Double?
+    @Option(help: "The run (its --label) whose latency --after-seconds is compared with, window by window, besides --recovered-p99.")
+    var recoveryBaseline: String?
 
     func run() async throws {
         guard (rate == nil) != (concurrency == nil) else { throw ValidationError("give --rate or --concurrency") }
@@ -77,11 +79,20 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
                   + refusedBySecond.sorted { $0.key < $1.key }.map { "\($0.key) s: \($0.value.count)" }.joined(separator: ", "))
         }
         if afterSeconds > 0, let afterRate, let recoveredP99 {
-            let recovery = WorkloadRecovery(results: all, floodEnd: duration, threshold: recoveredP99 / 1000)
+            let baseline = try recoveryBaseline.map { try WorkloadResult.load("\(target.dir)/results-\($0).bin") } ?? []
+            let recovery = WorkloadRecovery(results: all, floodEnd: duration, threshold: recoveredP99 / 1000, baseline: baseline)
             print(String(format: "after the flood (%.1f calls/s for %.0f s): %d calls, p99 %.1f ms, %d refused; ", afterRate, afterSeconds,
                          recovery.calls, recovery.p99 * 1000, recovery.refused)
                   + (recovery.recoveredAfter.map { String(format: "calls arriving %.1f s after the flood ended or later: p99 within %.1f ms", $0, recoveredP99) }
                      ?? String(format: "p99 not back within %.1f ms in the window", recoveredP99)))
+            if let baselineLabel = recoveryBaseline, !recovery.baselineWindowP99s.isEmpty {
+                let windows = recovery.baselineWindowP99s.sorted()
+                print(String(format: "calls arriving %.0f s after the flood's end or later: p99 %.1f ms; ", recovery.settle, recovery.p99Settled * 1000)
+                      + "the \(baselineLabel) run's own p99 over its \(windows.count) windows of that length, one after another: "
+                      + String(format: "%.1f-%.1f ms (median %.1f): ", windows[0] * 1000, windows[windows.count - 1] * 1000,
+                               BenchReport.percentile(windows, 0.5) * 1000)
+                      + (recovery.p99Settled <= windows[windows.count - 1] ? "within the load's own variation" : "above every window of the load"))
+            }
             print("per second from the flood's end (calls, refused, slower than \(recoveredP99) ms): "
                   + recovery.timeline.map { "\($0.start): \($0.calls)/\($0.refused)/\($0.late)" }.joined(separator: "  "))
             try recovery.writeResultsJSON(to: "\(target.dir)/results-\(label)-recovery.json")

@@ -10,7 +10,7 @@ struct WorkloadResult: Sendable {
     var latency: Duration
     var body: [UInt8]
     var failure: String?
-    /// Seconds from the replay's start to the call's arrival (kept in memory for the recovery window; not saved).
+    /// Seconds from the replay's start to the call's arrival.
     var arrival = 0.0
 
     /// Writes results with call indices made absolute (`firstCall` is the replay's first prepared call).
@@ -22,6 +22,7 @@ struct WorkloadResult: Sendable {
             writer.u32(UInt32(r.status))
             writer.u32(r.retryAfter ? 1 : 0)
             writer.u64(UInt64(r.latency.seconds * 1e6))
+            writer.u64(UInt64(max(r.arrival, 0) * 1e6))
             writer.field(r.body)
         }
         try writer.write(to: path)
@@ -31,9 +32,10 @@ struct WorkloadResult: Sendable {
         var reader = try RecordReader(path: path)
         var results: [WorkloadResult] = []
         while !reader.atEnd {
-            results.append(WorkloadResult(call: Int(try reader.u32()), useCase: Int(try reader.u32()), status: Int(try reader.u32()),
-                                          retryAfter: try reader.u32() == 1, latency: .microseconds(Int64(try reader.u64())),
-                                          body: try reader.field(), failure: nil))
+            let (call, useCase, status, retryAfter) = (Int(try reader.u32()), Int(try reader.u32()), Int(try reader.u32()), try reader.u32() == 1)
+            let (latency, arrival) = (Duration.microseconds(Int64(try reader.u64())), Double(try reader.u64()) / 1e6)
+            results.append(WorkloadResult(call: call, useCase: useCase, status: status, retryAfter: retryAfter, latency: latency,
+                                          body: try reader.field(), failure: nil, arrival: arrival))
         }
         return results
     }

@@ -13,6 +13,13 @@ struct WorkloadRecovery: Codable {
     /// The calls arriving in each second from the flood's last five to the window's end, so a slow tail right after
     /// the flood (its backlog) can be told from a few slow calls scattered over the window (the p99's noise).
     var timeline: [Second]
+    /// The p99 of the calls arriving `settle` seconds after the flood's end or later.
+    var settle: Double
+    var p99Settled: Double
+    /// The load run's own p99 over windows as long as the settled part of this one, one after another: a p99 of a
+    /// few hundred calls moves by tens of milliseconds between windows of the same load, so the settled p99 is
+    /// judged against the highest of them (the load's own variation) as well as against the whole run's p99.
+    var baselineWindowP99s: [Double]
 
     /// The calls arriving in one second.
     struct Second: Codable {
@@ -26,13 +33,20 @@ struct WorkloadRecovery: Codable {
         var late: Int
     }
 
-    init(results: [WorkloadResult], floodEnd: Double, threshold: Double) {
+    /// Each call's arrival and its latency (its slowest request; infinite if any was refused or failed), in order of
+    /// arrival, of the results arriving at `from` or later.
+    static func calls(_ results: [WorkloadResult], from: Double = -.infinity) -> [(arrival: Double, latency: Double)] {
         var byCall: [Int: [WorkloadResult]] = [:]
-        for r in results where r.arrival >= floodEnd - 5 { byCall[r.call, default: []].append(r) }
-        // Each call's arrival and its latency (its slowest request; infinite if any was refused or failed).
-        let around = byCall.values.map { call -> (arrival: Double, latency: Double) in
-            (call[0].arrival - floodEnd, call.contains { $0.status != 200 } ? .infinity : call.map(\.latency.seconds).max() ?? 0)
+        for r in results where r.arrival >= from { byCall[r.call, default: []].append(r) }
+        return byCall.values.map { call -> (arrival: Double, latency: Double) in
+            (call[0].arrival, call.contains { $0.status != 200 } ? .infinity : call.map(\.latency.seconds).max() ?? 0)
         }.sorted { $0.arrival < $1.arrival }
+    }
+
+    /// The recovery of `results` (a flood ending at `floodEnd`, then the window after it) against `threshold`, and
+    /// against `baseline` (the load run's results) over windows of the settled part's length.
+    init(results: [WorkloadResult], floodEnd: Double, threshold: Double, settle: Double = 2, baseline: [WorkloadResult] = []) {
+        let around = Self.calls(results, from: floodEnd - 5).map { (arrival: $0.arrival - floodEnd, latency: $0.latency) }
         timeline = Dictionary(grouping: around) { Int($0.arrival.rounded(.down)) }.sorted { $0.key < $1.key }.map { start, calls in
             let latencies = calls.map(\.latency)
             return Second(start: start, calls: calls.count, refused: latencies.filter(\.isInfinite).count,
@@ -44,6 +58,20 @@ struct WorkloadRecovery: Codable {
         refused = after.filter { $0.latency.isInfinite }.count
         p99 = BenchReport.percentile(after.map(\.latency), 0.99)
         self.threshold = threshold
+        self.settle = settle
+        let settled = after.filter { $0.arrival >= settle }
+        p99Settled = BenchReport.percentile(settled.map(\.latency), 0.99)
+        let length = (after.last?.arrival ?? settle) - settle
+        baselineWindowP99s = []
+        let load = Self.calls(baseline)
+        if length >= 1, let first = load.first?.arrival, let last = load.last?.arrival {
+            var start = first
+            while start + length <= last {
+                let window = load.filter { $0.arrival >= start && $0.arrival < start + length }.map(\.latency)
+                if window.count >= 20 { baselineWindowP99s.append(BenchReport.percentile(window, 0.99)) }
+                start += length
+            }
+        }
         recoveredAfter = nil
         var t = 0.0
         var rest = after[...]
