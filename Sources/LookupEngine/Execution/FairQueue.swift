@@ -37,6 +37,9 @@ package struct FairQueue<Element> {
         /// Turns served lately, as of `at` turns served in all.
         var usage = 0.0
         var at: UInt64 = 0
+        /// The place of its newest group and the turns placed in that group so far, served or not: a group holds
+        /// `groupTurns` turns in all, so an owner that keeps one turn queued does not keep its group's place forever.
+        var group: (place: Place, turns: Int)?
     }
 
     /// Queued turns, in the order they are served.
@@ -61,7 +64,14 @@ package struct FairQueue<Element> {
         let place = placeOfNext(owner)
         arrivals += 1
         turns.insert(Turn(place: place, owner: owner), at: turnsBefore(place))
-        owners[owner, default: Owner()].waiting.append(element)
+        var record = owners[owner] ?? Owner()
+        if let group = record.group, group.place.group == place.group {
+            record.group?.turns += 1
+        } else {
+            record.group = (place, 1)
+        }
+        record.waiting.append(element)
+        owners[owner] = record
     }
 
     /// The next job: the first turn's owner's oldest. Its owner is charged the turn if another owner's turn still
@@ -130,13 +140,13 @@ package struct FairQueue<Element> {
         return true
     }
 
-    /// The place the next turn of `owner` would take: with its queued turn if that one's group has room (a phone's
-    /// lookup's second request joins its first), else at the level of its usage and queued elements.
+    /// The place the next turn of `owner` would take: in its newest group while a turn of it waits and the group
+    /// has had fewer than `groupTurns` (a phone's lookup's second request joins its first), else at the level of its
+    /// usage and queued elements.
     private func placeOfNext(_ owner: String) -> Place {
         guard let record = owners[owner] else { return Place(level: 0, group: arrivals, arrival: arrivals) }
-        if !record.waiting.isEmpty, let mate = turns.last(where: { $0.owner == owner })?.place,
-           turns.count(where: { $0.owner == owner && $0.place.group == mate.group }) < Self.groupTurns {
-            return Place(level: mate.level, group: mate.group, arrival: arrivals)
+        if !record.waiting.isEmpty, let group = record.group, group.turns < Self.groupTurns {
+            return Place(level: group.place.level, group: group.place.group, arrival: arrivals)
         }
         return Place(level: level(record) + record.waiting.count, group: arrivals, arrival: arrivals)
     }

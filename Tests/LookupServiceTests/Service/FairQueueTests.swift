@@ -38,6 +38,22 @@ struct FairQueueTests {
         #expect(served.count == queued, "nothing lost")
     }
 
+    @Test("A group holds two turns in all: an owner that keeps one turn queued, another added as each is served, goes behind an owner waiting after its pair")
+    func groupDoesNotRefill() {
+        var queue = FairQueue<String>()
+        queue.append("flood-0", owner: "flood")
+        queue.append("flood-1", owner: "flood")
+        queue.append("other-0", owner: "other")
+        var served: [String] = []
+        for i in 2..<8 {
+            if let next = queue.popFirst() { served.append(next) }
+            queue.append("flood-\(i)", owner: "flood")
+        }
+        served += Self.drain(&queue)
+        #expect(Array(served.prefix(3)) == ["flood-0", "flood-1", "other-0"], "served \(served)")
+        #expect(served.filter { $0.hasPrefix("flood") } == (0..<8).map { "flood-\($0)" }, "an owner's requests keep their order")
+    }
+
     @Test("Owners wanting more than the capacity share it by turns, two at a time, whoever queued more")
     func backloggedShareByTurns() {
         var queue = FairQueue<String>()
