@@ -2,7 +2,8 @@
 # `make overload`: the default `callveil serve` (the demo config: one embedded worker, Privacy Pass on, default
 # limits) on a demo dataset, flooded by `callveil-bench overload` — 500 slow connections, 10 MiB /key uploads from new
 # User-Identifiers, 4× the measured /queries capacity — while a phone checks every answer. Prints the table and
-# fails on a crash, an RSS or p99 bound exceeded, a wrong answer, a refusal without Retry-After or a slow recovery.
+# fails on a crash, an RSS or p99 bound exceeded, a wrong answer, a phone given less than half an equal split of the
+# queries answered during the flood, a refusal without Retry-After or a slow recovery.
 # OVERLOAD_COUNT sets the dataset size, OVERLOAD_PORT the port, OVERLOAD_CONFIG another service config than the demo's,
 # OVERLOAD_DOORS=0 skips the relay-facing doors' run, OVERLOAD_SERVER_BIN runs another server binary (another
 # commit's, side by side); other arguments go to `callveil-bench overload`.

@@ -21,9 +21,10 @@ enum DurableWrite {
         return fsync(fd) == 0 ? 0 : errno
     }
 
-    /// Opens `path` (a directory or a file) read-only and fsyncs it.
-    static func sync(_ path: String) -> Int32 {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// Opens `path` read-only and fsyncs it; with `directory`, a path that is not a directory fails (`ENOTDIR`)
+    /// instead of syncing a file of that name.
+    static func sync(_ path: String, directory: Bool = false) -> Int32 {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0))
         guard fd >= 0 else { return errno }
         defer { close(fd) }
         return fsync(fd) == 0 ? 0 : errno

@@ -160,7 +160,7 @@ final class KeyBlobFiles: Sendable {
     }
 
     private static func syncDirectory(_ path: String) throws {
-        let code = DurableWrite.sync(path)
+        let code = DurableWrite.sync(path, directory: true)
         guard code == 0 else { throw ioError("sync the key file directory", code) }
     }
 

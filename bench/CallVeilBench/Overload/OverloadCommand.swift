@@ -31,6 +31,7 @@ struct OverloadCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...1024).contains(floodDevices) else { throw ValidationError("--flood-devices must be in 1...1024") }
+        guard (0...1).contains(minServedShare) else { throw ValidationError("--min-served-share must be in 0...1") }
     }
     @Option(help: "Seconds of capacity measurement.") var capacitySeconds = 8.0
     @Option(help: "Seconds of the phone alone before the flood.") var baselineSeconds = 10.0
@@ -45,6 +46,8 @@ struct OverloadCommand: AsyncParsableCommand {
     @Option(help: "Bound on the server's RSS, MiB.") var rssLimit = 2048
     @Option(help: "Bound on the phone's p99 lookup latency during the flood, seconds.") var p99Limit = 6.0
     @Option(help: "Seconds after the flood within which the phone must be back to baseline latency.") var recoveryLimit = 10.0
+    @Option(help: "Least share of the queries answered during the flood that the phone must get, as a fraction of an equal split among the identities asking (whatever the server's speed).")
+    var minServedShare = 0.5
     @Option(help: "Write the phone's lookups (start and latency in seconds from its start, retries) to this CSV file.")
     var timeline: String?
     @Option(help: "User token of the phone.") var userToken = "AAAA"
@@ -221,6 +224,12 @@ struct OverloadCommand: AsyncParsableCommand {
         print(String(format: "phone's fair share during the flood: %.2f lookups/s (capacity over %.0f identities); it got %.2f/s, %.0f%%",
                      fairLookups, identities, Double(during.count) / floodSeconds, 100 * phoneShare))
         print(String(format: "goodput during the flood: %.1f queries/s answered 200, %.0f%% of the measured capacity", answered / floodSeconds, 100 * goodput))
+        // The phone's share of what was answered, against an equal split among the identities: unlike the share of
+        // the capacity measured before the flood, it does not move with the server's speed under the flood, so a
+        // phone starved by the order of turns fails on any machine.
+        let servedShare = answered > 0 ? 2 * Double(during.count) / (answered / identities) : 0
+        print(String(format: "phone's share of the queries answered during the flood: %.0f%% of an equal split among %.0f identities (bound %.0f%%)",
+                     100 * servedShare, identities, 100 * minServedShare))
         if let floodCPU {
             print(String(format: "server CPU during the flood: %.1f s in %.0f s (%.0f%% of one core)", floodCPU, floodSeconds,
                          100 * floodCPU / floodSeconds))
@@ -252,6 +261,9 @@ struct OverloadCommand: AsyncParsableCommand {
         if baseline.isEmpty { failures.append("the phone completed no lookup before the flood") }
         if during.isEmpty { failures.append("the phone completed no lookup during the flood") }
         if floodP99 > p99Limit { failures.append(String(format: "phone p99 during the flood %.3f s > %.1f s", floodP99, p99Limit)) }
+        if servedShare < minServedShare {
+            failures.append(String(format: "the phone got %.0f%% of an equal split of the queries answered during the flood < %.0f%%", 100 * servedShare, 100 * minServedShare))
+        }
         if withoutRetryAfter > 0 { failures.append("\(withoutRetryAfter) refusals without Retry-After") }
         if (queryTally.snapshot["503 + Retry-After"] ?? 0) + (queryTally.snapshot["429 + Retry-After"] ?? 0) == 0 {
             failures.append("the query flood was never shed (no 503/429): it did not overload the server")
