@@ -11,6 +11,9 @@ closes one, and prints one JSON line of what they got:
   fill     (h2c or tls) one connection, COUNT streams each POSTing a body of STREAM_BYTES to PATH at full speed but
            for its last byte, held open; prints the statuses the streams got within SECONDS
 
+`hostile.py row FILE [CELL]` prints the Markdown table row of a saved JSON line (silent, half or trickle), after CELL
+when given: label, sockets, opened, closed by the server, median life, longest closed life, open at the end.
+
 Protocols: http1, h2c, tls (certificate not verified: the test's own). Uses the h2 package (PyPI), as
 scripts/ohttp-client.py does; nothing of CallVeil's code. Loopback only.
 """
@@ -19,6 +22,7 @@ import json
 import socket
 import ssl
 import statistics
+import sys
 import threading
 import time
 
@@ -205,7 +209,16 @@ def fill(args):
     sock.close()
 
 
+def row(path, cell=None):
+    """The Markdown table row of one saved report, after `cell` when given."""
+    r = json.load(open(path))
+    cells = [r['label'], r['sockets'], r['opened'], r['closed_by_server'], r['median_life_s'], r['max_life_s'], r['open_at_end']]
+    print("| " + " | ".join(str(c) for c in ([cell] if cell is not None else []) + cells) + " |")
+
+
 def main():
+    if sys.argv[1:2] == ["row"]:
+        return row(*sys.argv[2:4])
     args = parse()
     if args.mode == "fill":
         return fill(args)

@@ -94,11 +94,7 @@ PY
   kill "$PROXY_PID" "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
   for f in "$work/$door"-*.json; do
-    "$python" - "$f" "$door" >> "$work/table" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(f"| {sys.argv[2]} | {r['label']} | {r['sockets']} | {r['opened']} | {r['closed_by_server']} | {r['median_life_s']} | {r['max_life_s']} | {r['open_at_end']} |")
-PY
+    "$python" bench/hostile.py row "$f" "$door" >> "$work/table"
   done
   verdict=$("$python" - "$report" "$start" "$seconds" "$work/$door" <<'PY'
 import glob, json, sys, time

@@ -144,7 +144,7 @@ if [ -n "${REPLAY_FLOOD:-}" ]; then
     cat "$work/key-flood.txt"
     printf '| hostile sockets | sockets | opened | closed by the server | median life (s) | longest closed life (s) | open at the end |\n|---|---:|---:|---:|---:|---:|---:|\n'
     for f in "$work"/hostile-*.json; do
-      "$python" -c "import json, sys; r = json.load(open(sys.argv[1])); print(f\"| {r['label']} | {r['sockets']} | {r['opened']} | {r['closed_by_server']} | {r['median_life_s']} | {r['max_life_s']} | {r['open_at_end']} |\")" "$f"
+      "$python" bench/hostile.py row "$f"
     done
   fi
   echo "server RSS: $(awk '/VmRSS|VmHWM/ {printf "%s %d MiB  ", $1, $2/1024}' /proc/$server/status)"

@@ -16,6 +16,11 @@ final class StatusTally: Sendable {
     /// The counts so far.
     var snapshot: [String: Int] { counts.withLock { $0 } }
 
+    /// The counts as `outcome: count`, the most frequent first (a row of the overload table, a flood's summary line).
+    var summary: String {
+        snapshot.sorted { $0.value > $1.value }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+    }
+
     /// Total requests counted.
     var total: Int { snapshot.values.reduce(0, +) }
 

@@ -192,8 +192,7 @@ struct OverloadCommand: AsyncParsableCommand {
         let withoutRetryAfter = [phoneTally, queryTally, keyTally].flatMap { $0.snapshot.filter { $0.key.contains("without Retry-After") }.map(\.value) }.reduce(0, +)
 
         func row(_ name: String, _ tally: StatusTally) -> String {
-            let parts = tally.snapshot.sorted { $0.value > $1.value }.map { "\($0.key): \($0.value)" }
-            return "| \(name) | \(tally.total) | \(parts.joined(separator: ", ")) |"
+            "| \(name) | \(tally.total) | \(tally.summary) |"
         }
         print("")
         print("| source | requests | what it got |")

@@ -30,7 +30,6 @@ struct WorkloadKeyFloodCommand: AsyncParsableCommand {
                                  keyBody: keyBody, uploadBytes: megabytes << 20, concurrency: uploaders, tally: tally,
                                  stop: { ContinuousClock.now >= end })
         try? await client.shutdown()
-        let parts = tally.snapshot.sorted { $0.value > $1.value }.map { "\($0.key): \($0.value)" }
-        print("/key flood (\(megabytes) MiB each, \(uploaders) at once, \(Int(seconds)) s): \(tally.total) uploads, \(parts.joined(separator: ", "))")
+        print("/key flood (\(megabytes) MiB each, \(uploaders) at once, \(Int(seconds)) s): \(tally.total) uploads, \(tally.summary)")
     }
 }
