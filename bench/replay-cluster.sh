@@ -10,7 +10,7 @@
 # REPLAY_PHONES (20000), REPLAY_KEYS (100 distinct secret keys), REPLAY_ROWS (20000 numbers), REPLAY_CACHE_MB each
 # worker's parsed-key cache (default: the two together hold about 6% of the phones' keys), REPLAY_WINDOW seconds per window
 # (100), REPLAY_CAPACITY_SECONDS (60), REPLAY_LOAD (0.7), REPLAY_RATE (calls/s: skips the capacity run),
-# REPLAY_CONNECTIONS (4), REPLAY_CALLERS (16), REPLAY_CALLS calls to prepare (default: enough at REPLAY_RATE or at
+# REPLAY_CONNECTIONS (4), REPLAY_CALLERS (16; REPLAY_IGNORE_RETRY_AFTER=1 as in replay.sh), REPLAY_CALLS calls to prepare (default: enough at REPLAY_RATE or at
 # REPLAY_CAPACITY_GUESS, 90 calls/s), REPLAY_KILL_AT (20), REPLAY_DOWN (10), REPLAY_BUILD (release),
 # REPLAY_SERVER_CPUS (1: the coordinator and both workers) and REPLAY_CLIENT_CPUS (0), REPLAY_DIR (keeps the dataset
 # and the prepared workload for another run). REPLAY_KEEP_KEYS=1 (with REPLAY_DIR) keeps the coordinator's key store
@@ -99,7 +99,7 @@ fi
 [ -n "$keep_keys" ] || "${wl[@]}" upload "${target[@]}"
 rate=${REPLAY_RATE:-}
 if [ -z "$rate" ]; then
-  "${wl[@]}" replay "${target[@]}" --concurrency "$callers" --duration "$capacity_seconds" --label capacity "${metrics[@]}"
+  "${wl[@]}" replay "${target[@]}" --concurrency "$callers" ${REPLAY_IGNORE_RETRY_AFTER:+--ignore-retry-after} --duration "$capacity_seconds" --label capacity "${metrics[@]}"
   capacity=$(python3 -c "import json; print(round(json.load(open('$state/workload/results-capacity.json'))['goodput'], 2))")
   rate=$(python3 -c "print(round($capacity * $load, 2))")
   echo "$tag: capacity through the gateway $capacity calls/s; replaying at $rate calls/s"

@@ -9,7 +9,7 @@
 # cache (default: phones × 0.15 MiB, room for about 6% of the phones' keys: the dataset's two use cases have key
 # configs of their own, about 1.2 MiB a key as cached), REPLAY_SECONDS (300), REPLAY_CAPACITY_SECONDS (60),
 # REPLAY_LOAD (0.7), REPLAY_RATE (calls/s; skips the capacity run), REPLAY_CONNECTIONS (4), REPLAY_CALLERS
-# closed-loop callers (16), REPLAY_CALLS calls to prepare (default: enough for the runs at REPLAY_CAPACITY_GUESS, 90
+# closed-loop callers (16; a refused one waits out Retry-After, REPLAY_IGNORE_RETRY_AFTER=1 retries at once), REPLAY_CALLS calls to prepare (default: enough for the runs at REPLAY_CAPACITY_GUESS, 90
 # calls/s, or at REPLAY_RATE), REPLAY_BUILD (release), REPLAY_SERVER_CPUS (1), REPLAY_CLIENT_CPUS (0), REPLAY_DIR (a
 # temporary directory; give one to keep the workload), REPLAY_PORT (18643), REPLAY_SERVER_BIN and REPLAY_BENCH_BIN
 # (binaries to use instead of building: another commit's server, side by side). REPLAY_FLOOD (e.g. 4) adds, after the
@@ -106,7 +106,7 @@ fi
 metrics=(--server-pid "$server" --metrics "http://127.0.0.1:$admin/metrics")
 rate=${REPLAY_RATE:-}
 if [ -z "$rate" ]; then
-  "${wl[@]}" replay "${target[@]}" --concurrency "$callers" --duration "$capacity_seconds" --label capacity "${metrics[@]}"
+  "${wl[@]}" replay "${target[@]}" --concurrency "$callers" ${REPLAY_IGNORE_RETRY_AFTER:+--ignore-retry-after} --duration "$capacity_seconds" --label capacity "${metrics[@]}"
   rate=$(python3 -c "import json; print(round(json.load(open('$work/workload/results-capacity.json'))['goodput'] * $load, 2))")
   echo "capacity measured through the gateway: $(python3 -c "import json; print(round(json.load(open('$work/workload/results-capacity.json'))['goodput'], 2))") calls/s; replaying at $rate calls/s"
 fi

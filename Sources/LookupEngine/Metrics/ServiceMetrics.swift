@@ -12,6 +12,10 @@ public final class ServiceMetrics: Sendable {
     private let keyBytesStored: Prometheus.Gauge
     private let keysEvicted: Prometheus.Counter
     private let collectors = Mutex<[@Sendable (ServiceMetrics) -> Void]>([])
+    /// The counters and histograms already made, by name and labels: the registry validates the name, the labels and
+    /// the help text on every `make…` call, several times for every request, refused ones too.
+    private let counters = Mutex<[SeriesKey: Prometheus.Counter]>([:])
+    private let histograms = Mutex<[SeriesKey: DurationHistogram]>([:])
     /// Where request and stage spans go when tracing is on (OpenTelemetry, `ServiceMetrics+Tracing.swift`); nil: off.
     public let tracer: (any Tracer)?
 
@@ -76,13 +80,35 @@ public final class ServiceMetrics: Sendable {
 
     /// Adds one to a counter of another component of this process (the cluster's messages, transfers).
     public func increment(_ label: String, dimensions: [(String, String)] = [], by amount: Int = 1) {
-        registry.makeCounter(descriptor: Self.descriptor(label), labels: dimensions).increment(by: Int64(amount))
+        let key = SeriesKey(label, dimensions)
+        let counter = counters.withLock { $0[key] } ?? {
+            let made = registry.makeCounter(descriptor: Self.descriptor(label), labels: dimensions)
+            counters.withLock { $0[key] = made }
+            return made
+        }()
+        counter.increment(by: Int64(amount))
     }
 
     /// Records a duration of another component of this process.
     public func recordDuration(_ label: String, _ duration: Duration, dimensions: [(String, String)] = []) {
-        registry.makeDurationHistogram(descriptor: Self.descriptor(label), labels: dimensions, buckets: Self.durationBuckets)
-            .recordNanoseconds(Self.nanoseconds(duration))
+        let key = SeriesKey(label, dimensions)
+        let histogram = histograms.withLock { $0[key] } ?? {
+            let made = registry.makeDurationHistogram(descriptor: Self.descriptor(label), labels: dimensions, buckets: Self.durationBuckets)
+            histograms.withLock { $0[key] = made }
+            return made
+        }()
+        histogram.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// A series: a family's name and its label pairs in order.
+    private struct SeriesKey: Hashable {
+        let name: String
+        let labels: [String]
+
+        init(_ name: String, _ dimensions: [(String, String)]) {
+            self.name = name
+            labels = dimensions.flatMap { [$0.0, $0.1] }
+        }
     }
 
     /// Sets a gauge of another component of this process.

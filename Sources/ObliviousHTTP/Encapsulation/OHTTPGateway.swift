@@ -69,7 +69,9 @@ public struct OHTTPResponseContext: Sendable {
     /// `response_nonce ‖ AEAD(response)`. `nonce` is random unless given (known-answer tests give the RFC's).
     public func encapsulate(_ response: [UInt8], nonce: [UInt8]? = nil) throws -> [UInt8] {
         let size = OHTTPResponseKeys.secretBytes(suite)
-        let responseNonce = nonce ?? (0..<size).map { _ in UInt8.random(in: 0...255) }
+        // One draw from swift-crypto's generator: byte by byte from the system generator was a `getrandom` call a
+        // byte, sixteen system calls for every answer the gateway seals, refusals included.
+        let responseNonce = nonce ?? SymmetricKey(size: SymmetricKeySize(bitCount: size * 8)).withUnsafeBytes { Array($0) }
         guard responseNonce.count == size else { throw OHTTPError(.invalidMessage, "a response nonce of \(responseNonce.count) bytes") }
         let keys = OHTTPResponseKeys.derive(secret: secret, enc: enc, responseNonce: responseNonce, suite: suite)
         return responseNonce + (try suite.seal(response, key: keys.key, nonce: keys.nonce))

@@ -54,12 +54,6 @@ public struct LookupError: Error, Sendable, Equatable, CustomStringConvertible {
         default: return EngineError(clientInput: error).map { LookupError($0) }
         }
     }
-
-    /// The Hummingbird error with the JSON body `{"error":{"message":…}}`; 503 and 429 answers carry `Retry-After`.
-    public var httpError: HTTPError {
-        guard status == .serviceUnavailable || status == .tooManyRequests else { return HTTPError(status, message: message) }
-        return HTTPError(status, headers: [.retryAfter: String(max(retryAfter ?? 1, 1))], message: message)
-    }
 }
 
 extension LookupError {

@@ -23,7 +23,7 @@ extension RequestObserverMiddleware {
                 let response = try await body()
                 span.attributes["http.response.status_code"] = Int(response.status.code)
                 return response
-            } catch let error as HTTPError {
+            } catch let error as any HTTPResponseError {
                 span.attributes["http.response.status_code"] = Int(error.status.code)
                 if error.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
                 throw error

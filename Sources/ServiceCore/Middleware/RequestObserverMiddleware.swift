@@ -33,22 +33,26 @@ public struct RequestObserverMiddleware: RouterMiddleware {
             metrics.recordRequest(route: route, status: Int(response.status.code), duration: ContinuousClock.now - start)
             return response
         } catch {
-            let mapped: HTTPError
+            let mapped: any HTTPResponseError
+            let reason: String
             if let lookup = LookupError.from(error) {
-                mapped = lookup.httpError
+                mapped = lookup
+                reason = lookup.message
             } else if let http = error as? HTTPError {
                 mapped = http
+                reason = http.body ?? ""
             } else if error is CancellationError {
                 // The client went away (CancelOnDisconnectResponder) or the server is stopping: not a fault.
                 metrics.recordRequest(route: route, status: 499, duration: ContinuousClock.now - start)
                 throw error
             } else {
                 context.logger.error("internal error", metadata: ["route": .string(route), "error": .string(String(describing: type(of: error)))])
-                mapped = HTTPError(.internalServerError, message: "Internal error")
+                mapped = LookupError(.internalServerError, "Internal error")
+                reason = "Internal error"
             }
             if mapped.status.code < 500 {
                 context.logger.info("refused request", metadata: ["route": .string(route), "status": .stringConvertible(mapped.status.code),
-                                                                  "reason": .string(mapped.body ?? "")])
+                                                                  "reason": .string(reason)])
                 metrics.recordRejection(reason: Self.rejectionReason(ofStatus: Int(mapped.status.code)))
             }
             metrics.recordRequest(route: route, status: Int(mapped.status.code), duration: ContinuousClock.now - start)
