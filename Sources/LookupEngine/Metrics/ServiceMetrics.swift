@@ -80,24 +80,25 @@ public final class ServiceMetrics: Sendable {
 
     /// Adds one to a counter of another component of this process (the cluster's messages, transfers).
     public func increment(_ label: String, dimensions: [(String, String)] = [], by amount: Int = 1) {
-        let key = SeriesKey(label, dimensions)
-        let counter = counters.withLock { $0[key] } ?? {
-            let made = registry.makeCounter(descriptor: Self.descriptor(label), labels: dimensions)
-            counters.withLock { $0[key] = made }
-            return made
-        }()
-        counter.increment(by: Int64(amount))
+        Self.series(counters, SeriesKey(label, dimensions)) {
+            registry.makeCounter(descriptor: Self.descriptor(label), labels: dimensions)
+        }.increment(by: Int64(amount))
     }
 
     /// Records a duration of another component of this process.
     public func recordDuration(_ label: String, _ duration: Duration, dimensions: [(String, String)] = []) {
-        let key = SeriesKey(label, dimensions)
-        let histogram = histograms.withLock { $0[key] } ?? {
-            let made = registry.makeDurationHistogram(descriptor: Self.descriptor(label), labels: dimensions, buckets: Self.durationBuckets)
-            histograms.withLock { $0[key] = made }
-            return made
-        }()
-        histogram.recordNanoseconds(Self.nanoseconds(duration))
+        Self.series(histograms, SeriesKey(label, dimensions)) {
+            registry.makeDurationHistogram(descriptor: Self.descriptor(label), labels: dimensions, buckets: Self.durationBuckets)
+        }.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// The series kept in `cache` under `key`, made (outside the lock) and kept the first time.
+    private static func series<Series: Sendable>(_ cache: borrowing Mutex<[SeriesKey: Series]>, _ key: SeriesKey,
+                                                 make: () -> Series) -> Series {
+        if let kept = cache.withLock({ $0[key] }) { return kept }
+        let made = make()
+        cache.withLock { $0[key] = made }
+        return made
     }
 
     /// A series: a family's name and its label pairs in order.

@@ -161,7 +161,7 @@ struct WorkloadReplayCommand: AsyncParsableCommand {
                     recorder.add(WorkloadResult(call: index, useCase: u, status: outcome.status, retryAfter: outcome.retryAfter != nil,
                                                 latency: ContinuousClock.now - arrival, body: outcome.status == 200 ? outcome.body : [],
                                                 failure: outcome.failure, arrival: offset))
-                    return outcome.status == 200 ? nil : outcome.retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                    return outcome.status == 200 ? nil : outcome.retryAfterSeconds
                 }
             }
             return await group.reduce(nil) { longest, next in next.map { max($0, longest ?? 0) } ?? longest }

@@ -32,7 +32,7 @@ struct WorkloadUploadCommand: AsyncParsableCommand {
                         var tries = 0
                         while outcome.status == 503 || outcome.status == 429, tries < 20 {
                             tries += 1
-                            try await Task.sleep(for: .seconds(Double(outcome.retryAfter.flatMap(Int.init) ?? 1)))
+                            try await Task.sleep(for: .seconds(Double(outcome.retryAfterSeconds ?? 1)))
                             outcome = await transport.post("/key", headers: headers, body: bodies[phone.keyIndex])
                         }
                         if outcome.status != 200 {

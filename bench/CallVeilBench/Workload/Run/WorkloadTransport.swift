@@ -13,6 +13,9 @@ final class WorkloadTransport: Sendable {
         var retryAfter: String?
         var body: [UInt8]
         var failure: String?
+
+        /// `Retry-After` in whole seconds, nil when absent or not a number.
+        var retryAfterSeconds: Int? { retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
     }
 
     private let clients: [LookupHTTPClient]
