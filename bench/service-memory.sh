@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Memory of `callveil serve` (release, the demo config, one embedded worker) on one dataset: the process's RSS
-# (anonymous and file-backed) once every shard serves, and again after phones looking numbers up (every answer
-# checked), with the server's CPU per request. Several server binaries (another commit's, SERVICE_MEMORY_BINS,
+# Memory of `callveil serve` (release, the demo config, one embedded worker) on one dataset: the process's peak RSS
+# while it loaded (VmHWM once ready), its RSS (anonymous and file-backed) once every shard serves, and again after
+# phones looking numbers up (every answer checked), with the server's CPU per request. Several server binaries (another commit's, SERVICE_MEMORY_BINS,
 # space-separated) run side by side on the same processed dataset, one after the other in each of
 # SERVICE_MEMORY_ROUNDS rounds, each from a fresh state directory. Prints one row per run (bench/README.md, Memory).
 #
@@ -41,6 +41,7 @@ compact=$(cat "$work"/dataset/{block,identity}/*.cvshard | wc -c)
 echo "dataset: $count numbers, $(ls "$work"/dataset/{block,identity}/*.cvshard | wc -l) shard files, $((compact >> 20)) MiB of shard files"
 rss() { awk '/^VmRSS|^RssAnon|^RssFile/ {printf "%s=%d ", $1, $2/1024}' "/proc/$1/status"; }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hwm() { awk '/^VmHWM/ {printf "%d", $2/1024}' "/proc/$1/status"; }
 lookups=${SERVICE_MEMORY_LOOKUPS:-1000}
 seed=${SERVICE_MEMORY_SEED:-20261127}
 block_name=$(python3 -c "import json; print(json.load(open('cluster/demo/service-config.json'))['usecases'][0]['name'])")
@@ -82,8 +83,8 @@ print(result['lookups'] * 2, result['mismatches'])"
   fi
 }
 
-echo "| round | server | shard bytes held (MiB) | RSS loaded (MiB) | anon | file | RSS right after the load (MiB) | anon | file | RSS ${idle} s later (MiB) | anon | requests | wrong | server CPU ms/request |"
-echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| round | server | shard bytes held (MiB) | peak while loading (MiB) | RSS loaded (MiB) | anon | file | RSS right after the load (MiB) | anon | file | RSS ${idle} s later (MiB) | anon | requests | wrong | server CPU ms/request |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq 1 "$rounds"); do
   for b in "${servers[@]}"; do
     if [ "$b" = reference ]; then
@@ -112,6 +113,7 @@ for round in $(seq 1 "$rounds"); do
       held=$(curl -s "http://127.0.0.1:$admin/metrics" | awk '/^callveil_worker_shard_bytes/ {s += $2} END {printf "%d", s / 1048576}')
     fi
     sleep 2
+    peak=$(hwm "$server")
     loaded=$(rss "$server")
     cpu0=$(cpu "$server")
     read -r requests wrong < <(load)
@@ -122,7 +124,7 @@ for round in $(seq 1 "$rounds"); do
     settled=$(rss "$server")
     ms=$(python3 -c "print(round(($cpu1 - $cpu0) * 1000 / $(getconf CLK_TCK) / max($requests, 1), 1))")
     l=($loaded); a=($after); i=($settled)
-    printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$round" "$(basename "$b")" "$held" \
+    printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$round" "$(basename "$b")" "$held" "$peak" \
       "${l[0]#*=}" "${l[1]#*=}" "${l[2]#*=}" "${a[0]#*=}" "${a[1]#*=}" "${a[2]#*=}" "${i[0]#*=}" "${i[1]#*=}" "$requests" "$wrong" "$ms"
     kill "$server"; wait "$server" 2>/dev/null || true; server=""
   done

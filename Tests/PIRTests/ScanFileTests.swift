@@ -41,6 +41,13 @@ struct ScanFileTests {
         #expect(mapped.mappedBytes == memory.databaseBytes && mapped.mappedBytes > 0)
         let resident = try mapped.residentCopy()
         #expect(resident.mappedBytes == 0)
+        try Self.expectSameAnswers([mapped, resident], as: memory, shard: shard, context: context, rows: rows, using: &rng)
+    }
+
+    /// Asks three listed numbers and an absent one of each of `servers` and of `reference`: every reply byte for byte
+    /// the reference's, and every answer decrypted to the row's value (nil for the absent one).
+    static func expectSameAnswers(_ servers: [MulPirServer], as reference: MulPirServer, shard: ProcessedShard, context: Context,
+                                  rows: [(keyword: [UInt8], value: [UInt8])], using rng: inout TestRandom) throws {
         let sk = SecretKey(context: context)
         let key = try EvaluationKey(config: shard.evaluationKeyConfig, secretKey: sk)
         let client = try KeywordPirClient(context: context, shards: [shard.parameters], sharding: .sha256)
@@ -49,10 +56,10 @@ struct ScanFileTests {
         for (keyword, expected) in asked {
             let (_, query) = try client.generateQuery(keyword: keyword, secretKey: sk)
             let calls = shard.parameters.batchSize
-            let reference = try memory.computeResponse(query: query, pirCalls: calls, evaluationKey: key)
-            for server in [mapped, resident] {
+            let wanted = try reference.computeResponse(query: query, pirCalls: calls, evaluationKey: key)
+            for server in servers {
                 let replies = try server.computeResponse(query: query, pirCalls: calls, evaluationKey: key)
-                #expect(replies.map { $0.map { $0.serialize() } } == reference.map { $0.map { $0.serialize() } })
+                #expect(replies.map { $0.map { $0.serialize() } } == wanted.map { $0.map { $0.serialize() } })
                 #expect(try client.decrypt(replies: replies, keyword: keyword, secretKey: sk) == expected)
             }
         }

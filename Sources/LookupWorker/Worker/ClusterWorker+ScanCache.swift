@@ -29,9 +29,7 @@ extension ClusterWorker {
             }
         }
         let bytes = try file ?? readShardFile(key, sha: sha)
-        let database = try ProcessedDatabase(parameters: parameters, tables: try ShardFile.deserialize(bytes, context: context).tables,
-                                             context: context)
-        let server = try MulPirServer(context: context, database: database, threads: options.threads)
+        let server = try MulPirServer(context: context, parameters: parameters, shardFile: bytes, threads: options.threads)
         if options.scanCache, server.supportsScanFile {
             do {
                 try server.writeScanFile(path: scanPath, tag: sha)

@@ -38,9 +38,15 @@ struct DatabaseMatrix: Sendable {
 
     /// Packs evaluation-form plaintexts (nil = absent) into the matrix, `columnHeight` slots per column.
     init(plaintexts: [EvalPlaintext?], rows: Int, degree: Int, columnHeight: Int) {
+        self.init(slots: plaintexts.count, rows: rows, degree: degree, columnHeight: columnHeight) { plaintexts[$0] }
+    }
+
+    /// Packs `slots` evaluation-form plaintexts, made one at a time by `plaintext(slot)` (nil = absent), into the
+    /// matrix as they come: a shard's load then holds the matrix and one plaintext, not every plaintext beside it.
+    init(slots: Int, rows: Int, degree: Int, columnHeight: Int, plaintext: (Int) throws -> EvalPlaintext?) rethrows {
         let height = max(columnHeight, 1)
-        let columns = (plaintexts.count + height - 1) / height
-        self.slots = plaintexts.count
+        let columns = (slots + height - 1) / height
+        self.slots = slots
         self.columnHeight = height
         self.rows = rows
         self.degree = degree
@@ -48,19 +54,17 @@ struct DatabaseMatrix: Sendable {
         let blocks = degree / width
         let words = MatrixWords(count: columns * rows * degree * height)
         var present = [UInt8](repeating: 0, count: columns * height)
-        do {
-            let dst = words.pointer
-            for (s, pt) in plaintexts.enumerated() {
-                guard let pt else { continue }
-                present[s] = 1
-                let (column, slot) = s.quotientAndRemainder(dividingBy: height)
-                pt.poly.data.withUnsafeBufferPointer { src in
-                    for r in 0..<rows {
-                        for b in 0..<blocks {
-                            let base = column * rows * degree * height + ((r * blocks + b) * height + slot) * width
-                            let from = r * degree + b * width
-                            for k in 0..<width { dst[base + k] = UInt32(truncatingIfNeeded: src[from + k]) }
-                        }
+        let dst = words.pointer
+        for s in 0..<slots {
+            guard let pt = try plaintext(s) else { continue }
+            present[s] = 1
+            let (column, slot) = s.quotientAndRemainder(dividingBy: height)
+            pt.poly.data.withUnsafeBufferPointer { src in
+                for r in 0..<rows {
+                    for b in 0..<blocks {
+                        let base = column * rows * degree * height + ((r * blocks + b) * height + slot) * width
+                        let from = r * degree + b * width
+                        for k in 0..<width { dst[base + k] = UInt32(truncatingIfNeeded: src[from + k]) }
                     }
                 }
             }

@@ -180,6 +180,21 @@ public enum ShardFile {
             }
         }
 
+        /// Slot `index`'s plaintext in evaluation form over the ciphertext moduli, nil when absent: a version-1
+        /// payload holds its 32-bit words, a version-2 one is packed into coefficients and transformed.
+        func evalPlaintext(_ index: Int, in bytes: [UInt8], context: Context) throws -> EvalPlaintext? {
+            if version == 2 { return try plaintext(index, in: bytes, context: context).map { try context.evalPlaintext($0) } }
+            guard let slot = try payload(index, in: bytes) else { return nil }
+            let ctx = context.ciphertextContext
+            let start = slot.startIndex
+            var data = [UInt64](repeating: 0, count: ctx.rowCount * context.degree)
+            for i in data.indices {
+                let o = start + 4 * i
+                data[i] = UInt64(bytes[o]) | UInt64(bytes[o + 1]) << 8 | UInt64(bytes[o + 2]) << 16 | UInt64(bytes[o + 3]) << 24
+            }
+            return try EvalPlaintext(poly: try PolyRq(context: ctx, format: .eval, data: data))
+        }
+
         /// Whether slot `index` (over all sub-tables) is present; throws on a bad presence byte.
         func present(_ index: Int, in bytes: [UInt8]) throws -> Bool {
             switch bytes[presenceStart + index] {
@@ -195,33 +210,35 @@ public enum ShardFile {
     public static func deserialize(_ bytes: [UInt8], context: Context) throws -> Contents {
         let layout = try Layout(bytes, context: context)
         try layout.checkDigest(of: bytes)
-        let ctx = context.ciphertextContext
-        let words = ctx.rowCount * context.degree
-        var tables: [[EvalPlaintext?]] = []
-        for t in 0..<layout.tableCount {
-            var table: [EvalPlaintext?] = []
-            table.reserveCapacity(layout.slots)
-            for s in 0..<layout.slots {
-                let index = t * layout.slots + s
-                if layout.version == 2 {
-                    table.append(try layout.plaintext(index, in: bytes, context: context).map { try context.evalPlaintext($0) })
-                    continue
-                }
-                guard let slot = try layout.payload(index, in: bytes) else {
-                    table.append(nil)
-                    continue
-                }
-                let start = slot.startIndex
-                var data = [UInt64](repeating: 0, count: words)
-                for i in 0..<words {
-                    let o = start + 4 * i
-                    data[i] = UInt64(bytes[o]) | UInt64(bytes[o + 1]) << 8 | UInt64(bytes[o + 2]) << 16 | UInt64(bytes[o + 3]) << 24
-                }
-                table.append(try EvalPlaintext(poly: try PolyRq(context: ctx, format: .eval, data: data)))
-            }
-            tables.append(table)
+        let tables = try (0..<layout.tableCount).map { t in
+            try (0..<layout.slots).map { s in try layout.evalPlaintext(t * layout.slots + s, in: bytes, context: context) }
         }
         return Contents(parameterBlob: Array(bytes[layout.headerBytes..<layout.presenceStart]), tables: tables)
+    }
+
+    /// Parses and verifies a shard file as `deserialize` does, and checks its tables against `parameters` as
+    /// `ProcessedDatabase` does, straight into the 32-bit scan layout (`d0` slots per column): each plaintext is made and packed in turn, so a load holds the matrices and one plaintext
+    /// rather than every plaintext in 64-bit words as well (2.5 times the matrices). Nil when the moduli or degree do
+    /// not fit that layout.
+    static func matrices(_ bytes: [UInt8], context: Context, parameters: MulPirParameters) throws -> [DatabaseMatrix]? {
+        let ctx = context.ciphertextContext
+        guard DatabaseMatrix.supports(ctx.moduli, degree: context.degree) else { return nil }
+        let layout = try Layout(bytes, context: context)
+        try layout.checkDigest(of: bytes)
+        // The checks `ProcessedDatabase` makes of its tables, before anything is built.
+        guard layout.tableCount == 1 || layout.tableCount >= parameters.batchSize else {
+            throw PIRError.malformedDatabase("\(layout.tableCount) sub-table databases for batch size \(parameters.batchSize)")
+        }
+        let expected = parameters.chunkCount * parameters.slotsPerChunk
+        guard layout.slots == expected else {
+            throw PIRError.malformedDatabase("sub-table has \(layout.slots) plaintext slots, expected \(expected)")
+        }
+        return try (0..<layout.tableCount).map { t in
+            try DatabaseMatrix(slots: layout.slots, rows: ctx.rowCount, degree: context.degree,
+                               columnHeight: parameters.dimensions[0]) { s in
+                try layout.evalPlaintext(t * layout.slots + s, in: bytes, context: context)
+            }
+        }
     }
 
     static func pageAligned(_ x: Int) -> Int { (x + 4095) / 4096 * 4096 }
