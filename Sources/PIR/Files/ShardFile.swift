@@ -216,10 +216,10 @@ public enum ShardFile {
         return Contents(parameterBlob: Array(bytes[layout.headerBytes..<layout.presenceStart]), tables: tables)
     }
 
-    /// Parses and verifies a shard file as `deserialize` does, and checks its tables against `parameters` as
-    /// `ProcessedDatabase` does, straight into the 32-bit scan layout (`d0` slots per column): each plaintext is made and packed in turn, so a load holds the matrices and one plaintext
-    /// rather than every plaintext in 64-bit words as well (2.5 times the matrices). Nil when the moduli or degree do
-    /// not fit that layout.
+    /// Parses and verifies a shard file as `deserialize` does and checks its tables against `parameters` as
+    /// `ProcessedDatabase` does, straight into the 32-bit scan layout (`d0` slots per column): each plaintext is made
+    /// and packed in turn, so a load holds the matrices and one plaintext rather than every plaintext in 64-bit words
+    /// as well (2.5 times the matrices). Nil when the moduli or degree do not fit that layout.
     static func matrices(_ bytes: [UInt8], context: Context, parameters: MulPirParameters) throws -> [DatabaseMatrix]? {
         let ctx = context.ciphertextContext
         guard DatabaseMatrix.supports(ctx.moduli, degree: context.degree) else { return nil }
