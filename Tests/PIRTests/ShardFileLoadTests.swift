@@ -35,8 +35,7 @@ struct ShardFileLoadTests {
         for (bytes, parameters) in cases {
             var expected: PIRError?
             do {
-                _ = try ProcessedDatabase(parameters: parameters, tables: try ShardFile.deserialize(bytes, context: context).tables,
-                                          context: context)
+                _ = try ProcessedDatabase(shardFile: bytes, parameters: parameters, context: context)
             } catch let error as PIRError {
                 expected = error
             }

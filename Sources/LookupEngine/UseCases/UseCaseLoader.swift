@@ -83,8 +83,8 @@ public enum UseCaseLoader {
             }
             return ShardSource(index: shard.index, read: {
                 do {
-                    let contents = try ShardFile.deserialize(try DatasetManifest.contents(of: shard.shard, directory: directory), context: context)
-                    return try ProcessedDatabase(parameters: shardParameters, tables: contents.tables, context: context)
+                    return try ProcessedDatabase(shardFile: try DatasetManifest.contents(of: shard.shard, directory: directory),
+                                                 parameters: shardParameters, context: context)
                 } catch {
                     throw failure(error)
                 }
@@ -104,10 +104,8 @@ public enum UseCaseLoader {
     /// parameters; nil for a version-1 file.
     static func versionTwo(_ bytes: [UInt8], parameters: MulPirParameters, context: Context) throws -> [UInt8]? {
         guard let shape = try ShardFile.versionTwoShape(bytes, context: context) else { return nil }
-        let slots = parameters.chunkCount * parameters.slotsPerChunk
-        guard shape.tables == 1 || shape.tables >= parameters.batchSize, shape.slots == slots else {
-            throw PIRError.malformedDatabase("\(shape.tables) sub-tables of \(shape.slots) slots, expected \(slots) each")
-        }
+        try ProcessedDatabase.checkTableCount(shape.tables, parameters: parameters)
+        try ProcessedDatabase.checkSlotCount(shape.slots, parameters: parameters)
         return bytes
     }
 
@@ -139,8 +137,8 @@ public enum UseCaseLoader {
         let reference = "\(stem)-\(shard).bin"
         do {
             if FileManager.default.fileExists(atPath: ours) {
-                let contents = try ShardFile.deserialize([UInt8](try Data(contentsOf: URL(fileURLWithPath: ours))), context: context)
-                return try ProcessedDatabase(parameters: parameters, tables: contents.tables, context: context)
+                return try ProcessedDatabase(shardFile: [UInt8](try Data(contentsOf: URL(fileURLWithPath: ours))), parameters: parameters,
+                                             context: context)
             }
             let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: reference)))
             return try ProcessedDatabase(referenceFormat: bytes, parameters: parameters, context: context)

@@ -10,20 +10,35 @@ public struct ProcessedDatabase: Sendable {
 
     /// Wraps plaintext lists; each must have `chunkCount · slotsPerChunk` entries over the ciphertext moduli.
     public init(parameters: MulPirParameters, tables: [[EvalPlaintext?]], context: Context) throws {
-        let expected = parameters.chunkCount * parameters.slotsPerChunk
-        guard !tables.isEmpty, tables.count == 1 || tables.count >= parameters.batchSize else {
-            throw PIRError.malformedDatabase("\(tables.count) sub-table databases for batch size \(parameters.batchSize)")
-        }
+        try Self.checkTableCount(tables.count, parameters: parameters)
         for t in tables {
-            guard t.count == expected else {
-                throw PIRError.malformedDatabase("sub-table has \(t.count) plaintext slots, expected \(expected)")
-            }
+            try Self.checkSlotCount(t.count, parameters: parameters)
             for case let p? in t where p.poly.context != context.ciphertextContext {
                 throw PIRError.malformedDatabase("plaintext moduli do not match the ciphertext moduli")
             }
         }
         self.parameters = parameters
         self.tables = tables
+    }
+
+    /// The database of a shard file (`ShardFile`, either version), checked against `parameters`.
+    public init(shardFile bytes: [UInt8], parameters: MulPirParameters, context: Context) throws {
+        try self.init(parameters: parameters, tables: try ShardFile.deserialize(bytes, context: context).tables, context: context)
+    }
+
+    /// Throws unless `count` sub-table databases fit `parameters`: one database, or one per sub-table of a batch.
+    package static func checkTableCount(_ count: Int, parameters: MulPirParameters) throws {
+        guard count >= 1, count == 1 || count >= parameters.batchSize else {
+            throw PIRError.malformedDatabase("\(count) sub-table databases for batch size \(parameters.batchSize)")
+        }
+    }
+
+    /// Throws unless a sub-table of `count` plaintext slots fits `parameters` (`chunkCount · slotsPerChunk`).
+    package static func checkSlotCount(_ count: Int, parameters: MulPirParameters) throws {
+        let expected = parameters.chunkCount * parameters.slotsPerChunk
+        guard count == expected else {
+            throw PIRError.malformedDatabase("sub-table has \(count) plaintext slots, expected \(expected)")
+        }
     }
 
     /// Encodes each sub-table's entries and converts them to evaluation form.

@@ -226,13 +226,8 @@ public enum ShardFile {
         let layout = try Layout(bytes, context: context)
         try layout.checkDigest(of: bytes)
         // The checks `ProcessedDatabase` makes of its tables, before anything is built.
-        guard layout.tableCount == 1 || layout.tableCount >= parameters.batchSize else {
-            throw PIRError.malformedDatabase("\(layout.tableCount) sub-table databases for batch size \(parameters.batchSize)")
-        }
-        let expected = parameters.chunkCount * parameters.slotsPerChunk
-        guard layout.slots == expected else {
-            throw PIRError.malformedDatabase("sub-table has \(layout.slots) plaintext slots, expected \(expected)")
-        }
+        try ProcessedDatabase.checkTableCount(layout.tableCount, parameters: parameters)
+        try ProcessedDatabase.checkSlotCount(layout.slots, parameters: parameters)
         return try (0..<layout.tableCount).map { t in
             try DatabaseMatrix(slots: layout.slots, rows: ctx.rowCount, degree: context.degree,
                                columnHeight: parameters.dimensions[0]) { s in

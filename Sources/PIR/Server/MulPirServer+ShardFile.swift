@@ -6,9 +6,8 @@ extension MulPirServer {
     /// (`ShardFile.matrices`), so a load holds the database once; otherwise it goes through `ProcessedDatabase`.
     public init(context: Context, parameters: MulPirParameters, shardFile bytes: [UInt8], threads: Int? = nil) throws {
         guard let matrices = try ShardFile.matrices(bytes, context: context, parameters: parameters) else {
-            let database = try ProcessedDatabase(parameters: parameters, tables: try ShardFile.deserialize(bytes, context: context).tables,
-                                                 context: context)
-            try self.init(context: context, database: database, threads: threads)
+            try self.init(context: context, database: try ProcessedDatabase(shardFile: bytes, parameters: parameters, context: context),
+                          threads: threads)
             return
         }
         try self.init(context: context, parameters: parameters, threads: threads, tables: matrices.map { .narrow($0) })
