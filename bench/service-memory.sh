@@ -112,7 +112,8 @@ for round in $(seq 1 "$rounds"); do
       done
       held=$(curl -s "http://127.0.0.1:$admin/metrics" | awk '/^callveil_worker_shard_bytes/ {s += $2} END {printf "%d", s / 1048576}')
     fi
-    sleep 2
+    # 3 s: past the first idle release (2 s without work after the load), which returns the start-up pages.
+    sleep 3
     peak=$(hwm "$server")
     loaded=$(rss "$server")
     cpu0=$(cpu "$server")

@@ -37,7 +37,8 @@ unsigned cv_set_idle_release_ms(unsigned ms) { return atomic_exchange(&cv_idle_m
 // every arena (what malloc_trim reaches: the main heap's top and the free pages inside every arena's chunks) once.
 static void *cv_idle_releaser(void *unused) {
     (void)unused;
-    unsigned long seen = atomic_load(&cv_activity), released = seen;
+    // Activity marked before this thread first ran counts too: a release is due once any has been marked.
+    unsigned long seen = atomic_load(&cv_activity), released = 0;
     unsigned quiet = 0;
     for (;;) {
         unsigned ms = atomic_load(&cv_idle_ms);
@@ -54,6 +55,8 @@ static void *cv_idle_releaser(void *unused) {
         if (!building) {
             cv_key_buffer_drain();
             malloc_trim(0);
+            // The first quiet time follows the start and the first load: their code and tables go back once.
+            if (cv_startup_releases() == 0) cv_release_startup_pages();
             atomic_fetch_add(&cv_releases, 1);
         }
         released = now;

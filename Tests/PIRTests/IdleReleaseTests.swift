@@ -10,12 +10,15 @@ import Testing
 /// own (an exit test): the allocator is process-wide, and other tests' queries would mark activity.
 @Suite("Allocator idle release")
 struct IdleReleaseTests {
-    /// Anonymous resident memory of this process, in KiB.
-    static func residentAnonymousKiB() -> Int {
+    /// A KiB field of this process's `/proc/self/status` (`RssAnon:`, `RssFile:`), 0 when absent.
+    static func statusKiB(_ field: String) -> Int {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("RssAnon:") } ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
+
+    /// Anonymous resident memory of this process, in KiB.
+    static func residentAnonymousKiB() -> Int { statusKiB("RssAnon:") }
 
     @Test("What a build's caller frees after the build goes back to the kernel once the process is idle")
     func releasedAfterBuild() async {

@@ -32,6 +32,13 @@ uint64_t cv_idle_releases(void);
 /// The quiet time before a release (default 2000 ms; 0 stops releasing). Returns the previous value.
 unsigned cv_set_idle_release_ms(unsigned ms);
 
+/// Asks the kernel to reclaim the clean pages of the program's and its libraries' read-only segments that only this
+/// process maps (what starting and the first load touched; serving faults back what it runs). The first idle release
+/// does this once. Returns the bytes advised (0 where the kernel lacks `MADV_PAGEOUT` or off Linux).
+size_t cv_release_startup_pages(void);
+/// Start-up releases done so far (tests and metrics).
+uint64_t cv_startup_releases(void);
+
 /// Zeroed memory for a large read-mostly table (the PIR database), backed by transparent huge pages where the
 /// kernel allows (fewer TLB misses on the scan); NULL on failure. Free with `cv_huge_free` and the same size.
 void *cv_huge_alloc(size_t bytes);

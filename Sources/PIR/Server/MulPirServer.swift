@@ -51,6 +51,10 @@ public struct MulPirServer: Sendable {
     /// Idle releases done so far.
     public static var idleReleases: UInt64 { cv_idle_releases() }
 
+    /// Start-up page releases done so far: the first idle release gives back the program's and its libraries'
+    /// read-only pages that only starting and the first load touched (`cv_release_startup_pages`), once.
+    public static var startupReleases: UInt64 { cv_startup_releases() }
+
     /// A server for one shard; `threads` defaults to every core. The first server tunes the process allocator.
     public init(context: Context, database: ProcessedDatabase, threads: Int? = nil) throws {
         let ctx = context.ciphertextContext
