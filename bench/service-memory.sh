@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Memory of `callveil serve` (release, the demo config, one embedded worker) on one dataset: the process's peak RSS
-# while it loaded (VmHWM once ready), its RSS (anonymous and file-backed) once every shard serves, and again after
-# phones looking numbers up (every answer checked), with the server's CPU per request. Several server binaries (another commit's, SERVICE_MEMORY_BINS,
-# space-separated) run side by side on the same processed dataset, one after the other in each of
-# SERVICE_MEMORY_ROUNDS rounds, each from a fresh state directory. Prints one row per run (bench/README.md, Memory).
+# while it loaded (VmHWM once ready), its RSS (anonymous and file-backed) 3 s after every shard serves, right after
+# phones looked numbers up (every answer checked) and SERVICE_MEMORY_IDLE seconds later, with the server's CPU per
+# request. Several server binaries (another commit's, SERVICE_MEMORY_BINS, space-separated) run side by side on the
+# same processed dataset, one after the other in each of SERVICE_MEMORY_ROUNDS rounds, each from a fresh state
+# directory. Prints one row per run (bench/README.md, Memory).
 #
 # The reference's side, built outside this repository (bench/HISTORY.md, "Service memory against the reference"):
 # REFERENCE_SERVICE (its PIRService) and REFERENCE_PROCESS (its PIRProcessDatabase) add the reference's service to
@@ -83,7 +84,7 @@ print(result['lookups'] * 2, result['mismatches'])"
   fi
 }
 
-echo "| round | server | shard bytes held (MiB) | peak while loading (MiB) | RSS loaded (MiB) | anon | file | RSS right after the load (MiB) | anon | file | RSS ${idle} s later (MiB) | anon | requests | wrong | server CPU ms/request |"
+echo "| round | server | shard bytes held (MiB) | peak while loading (MiB) | RSS loaded (MiB) | anon | file | RSS right after the run (MiB) | anon | file | RSS ${idle} s later (MiB) | anon | requests | wrong | server CPU ms/request |"
 echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq 1 "$rounds"); do
   for b in "${servers[@]}"; do

@@ -38,10 +38,13 @@ struct StartupPagesTests {
         return result
     }
 
-    /// Resident KiB of the read-only mappings of `path`.
-    static func readOnlyResidentKiB(_ path: String) -> Int {
-        mappings().filter { $0.path == path && !$0.permissions.contains("w") }.reduce(0) { $0 + $1.residentKiB }
+    /// The read-only mappings of `path`.
+    static func readOnlyMappings(of path: String) -> [Mapping] {
+        mappings().filter { $0.path == path && !$0.permissions.contains("w") }
     }
+
+    /// Resident KiB of the read-only mappings of `path`.
+    static func readOnlyResidentKiB(_ path: String) -> Int { readOnlyMappings(of: path).reduce(0) { $0 + $1.residentKiB } }
 
     /// A private copy of a library this process links (libzmq), loaded: its pages are this process's alone, as a
     /// deployed binary's are, where the test binary's own pages are shared with the parent test process. Every page
@@ -52,7 +55,7 @@ struct StartupPagesTests {
         let copy = NSTemporaryDirectory() + "callveil-startup-pages-\(getpid()).so"
         guard (try? FileManager.default.copyItem(atPath: original, toPath: copy)) != nil,
               dlopen(copy, RTLD_NOW | RTLD_LOCAL) != nil else { return nil }
-        for segment in mappings() where segment.path == copy && !segment.permissions.contains("w") {
+        for segment in readOnlyMappings(of: copy) {
             guard let base = UnsafeRawPointer(bitPattern: segment.start) else { continue }
             var sum: UInt8 = 0
             for offset in stride(from: 0, to: Int(segment.end - segment.start), by: 4096) {
