@@ -39,7 +39,9 @@ demo_service "$LINK_ORDER_BIN" "$work" 20000 18751
 mkdir -p "$work/state"
 cp "$LINK_ORDER_BIN" "$work/callveil"
 sync
-python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)" "$work/callveil"
+# Drops a file's cached pages that no process maps.
+drop_cached() { python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)" "$1"; }
+drop_cached "$work/callveil"
 echo 0 > "$readahead"
 "$work/callveil" serve --config "$work/service-config.json" --port 18750 --log-level warning & server=$!
 for _ in $(seq 1 240); do
@@ -52,7 +54,7 @@ python3 scripts/resident-functions.py "$server" "$work/callveil" "$work/loaded"
 # After that release, the pages serving runs come back one by one: drop the copy's cached pages, which no process
 # maps any more, so that each is read alone again.
 sleep 4
-python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)" "$work/callveil"
+drop_cached "$work/callveil"
 "$bench_bin" bench --url http://127.0.0.1:18750 --dataset "$work/dataset" --phones 4 \
   --duration "${LINK_ORDER_SECONDS:-20}" --output "$work/out" --no-plots > "$work/bench.log" 2>&1
 curl -s -o /dev/null http://127.0.0.1:18751/metrics
