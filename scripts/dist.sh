@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make dist`: a release build with the Swift runtime linked in (--static-swift-stdlib), and a Debian package
-# (dpkg-deb) holding the binary, the systemd units, an example config and the docs, with `Depends:` on the Debian
-# packages of the libraries the binary really links (read with ldd and dpkg -S on this machine).
+# `make dist`: a release build with the Swift runtime linked in (--static-swift-stdlib, set in release-flags.sh), and
+# a Debian package (dpkg-deb) holding the binary, the systemd units, an example config and the docs, with `Depends:`
+# on the Debian packages of the libraries the binary really links (read with ldd and dpkg -S on this machine).
 # Output: dist/callveil_<version>_<arch>.deb. DIST_BUILD_PATH (default .build-dist) is the build folder.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +10,7 @@ version=$(sed -n 's/^let callveilVersion = "\(.*\)"$/\1/p' Sources/callveil/Supp
 [ -n "$version" ] || { echo "dist: no version in Sources/callveil/Support/Version.swift" >&2; exit 1; }
 build=${DIST_BUILD_PATH:-.build-dist}
 source scripts/release-flags.sh
-swift build -c release "${release_flags[@]}" --static-swift-stdlib --product callveil --build-path "$build"
+swift build -c release "${release_flags[@]}" --product callveil --build-path "$build"
 bin="$build/release/callveil"
 python3 scripts/check-link-order.py "$bin" scripts/callveil.order.gz
 arch=$(dpkg --print-architecture)

@@ -7,7 +7,10 @@
 # loaded are those it touched (the kernel otherwise maps 64 KiB or more around each). After the first idle release has
 # given the start-up pages back (Sources/CKernels/StartupPages.c), the copy's cache is dropped again, and the pages
 # resident once it has answered are those serving touched. The functions on those pages are the order (scripts/
-# resident-functions.py). Root (read_ahead_kb, restored on exit); about 12 minutes from a clean release build folder.
+# resident-functions.py), less those the link cannot move (scripts/function-sections.py: functions compiled into an
+# object's shared .text, as parts of the Swift runtime's archives are). The release build links the Swift runtime in
+# (scripts/release-flags.sh), so the order covers the runtime's functions too. Root (read_ahead_kb, restored on exit);
+# about 12 minutes from a clean release build folder.
 # LINK_ORDER_BIN uses a binary already built with the release flags, LINK_ORDER_BENCH_BIN a built callveil-bench (the
 # phones); LINK_ORDER_SECONDS (20) of lookups.
 set -euo pipefail
@@ -62,12 +65,16 @@ sleep 3
 python3 scripts/resident-functions.py "$server" "$work/callveil" "$work/serving"
 # Serving's functions first, then those only starting and loading ran: after the release, the pages serving faults
 # back in hold serving's code, not start-up code beside it.
-python3 - "$work/serving" "$work/loaded" "$work/order" <<'PY'
+# Only functions with a section of their own in the link's inputs (the binary's build folder and the runtime's archives).
+runtime=$(swiftc -print-target-info | python3 -c "import json, sys; print(json.load(sys.stdin)['paths']['runtimeResourcePath'])")
+python3 scripts/function-sections.py "$work/movable" "$(dirname "$LINK_ORDER_BIN")" "${runtime}_static/linux"
+python3 - "$work/serving" "$work/loaded" "$work/movable" "$work/order" <<'PY'
 import sys
-serving = open(sys.argv[1]).read().split()
+movable = set(open(sys.argv[3]).read().split())
+serving = [name for name in open(sys.argv[1]).read().split() if name in movable]
 seen = set(serving)
-loading = [name for name in open(sys.argv[2]).read().split() if name not in seen]
-with open(sys.argv[3], "w") as order:
+loading = [name for name in open(sys.argv[2]).read().split() if name in movable and name not in seen]
+with open(sys.argv[4], "w") as order:
     for name in serving + loading:
         order.write(f".text.{name}\n")
 print(f"link-order: {len(serving)} functions serving runs, then {len(loading)} only loading ran")
