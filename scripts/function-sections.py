@@ -1,10 +1,10 @@
 """Lists the functions that have a text section of their own in a link's inputs (objects and static archives).
 
 The release link can place only those: a function compiled into an object's shared `.text` (parts of the Swift
-runtime's archives are) stays where that section goes, so scripts/link-order.sh leaves such functions out of the
-order, and scripts/check-link-order.py measures the span of the functions the linker could move.
-Usage: function-sections.py OUT PATH... (a folder stands for the objects and archives under it; one function name per line out;
-prints a summary)
+runtime's archives are) stays where that section goes. scripts/link-order.sh leaves such functions out of the order,
+so scripts/check-link-order.py's span holds only functions the linker could place.
+Usage: function-sections.py OUT PATH... (a folder stands for the objects and archives under it; writes one function
+name per line to OUT and prints a summary)
 """
 import pathlib
 import re

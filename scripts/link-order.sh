@@ -65,8 +65,10 @@ sleep 3
 python3 scripts/resident-functions.py "$server" "$work/callveil" "$work/serving"
 # Serving's functions first, then those only starting and loading ran: after the release, the pages serving faults
 # back in hold serving's code, not start-up code beside it.
-# Only functions with a section of their own in the link's inputs (the binary's build folder and the runtime's archives).
-runtime=$(swiftc -print-target-info | python3 -c "import json, sys; print(json.load(sys.stdin)['paths']['runtimeResourcePath'])")
+# Only functions with a section of their own in the link's inputs: the binary's build folder and the runtime's
+# archives.
+runtime=$(swiftc -print-target-info |
+  python3 -c "import json, sys; print(json.load(sys.stdin)['paths']['runtimeResourcePath'])")
 python3 scripts/function-sections.py "$work/movable" "$(dirname "$LINK_ORDER_BIN")" "${runtime}_static/linux"
 python3 - "$work/serving" "$work/loaded" "$work/movable" "$work/order" <<'PY'
 import sys

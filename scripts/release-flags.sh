@@ -1,9 +1,10 @@
 # Sourced by every script that builds release binaries (`make dist`, the benchmarks): sets `release_flags`, the
 # `swift build` flags they share, and `release_build`, those flags with `-c release` and the benchmarks' build
 # folder. The Swift runtime is linked in (--static-swift-stdlib), as `make dist` ships it, so the benchmarks measure
-# the binary a provider installs and the order below covers the runtime's functions. Every function gets its own section, so the linker drops the unused ones (--gc-sections) and can place
-# the rest; and the functions a serving process runs are placed together, in the
-# order of scripts/callveil.order.gz (made by scripts/link-order.sh), so that fewer pages of code are resident.
+# the binary a provider installs and the order below covers the runtime's functions. Every function gets its own
+# section, so the linker drops the unused ones (--gc-sections) and can place the rest; and the functions a serving
+# process runs are placed together, in the order of scripts/callveil.order.gz (made by scripts/link-order.sh), so
+# that fewer pages of code are resident.
 # The benchmarks build in .build-release, apart from `swift build -c release` in .build: the driver's incremental check
 # does not see frontend flags, so a folder once compiled without them would keep its objects.
 # CALLVEIL_LINK_ORDER=0 leaves the order out (link-order.sh measures the layout without it).
