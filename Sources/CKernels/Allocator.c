@@ -54,6 +54,7 @@ static void *cv_idle_releaser(void *unused) {
         pthread_mutex_unlock(&cv_allocator_lock);
         if (!building) {
             cv_key_buffer_drain();
+            cv_query_buffer_drain();
             malloc_trim(0);
             // The first quiet time follows the start and the first load: their code and tables go back once.
             if (cv_startup_releases() == 0) cv_release_startup_pages();

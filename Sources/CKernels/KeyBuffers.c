@@ -26,15 +26,6 @@ static size_t cv_key_pool_len[CV_KEY_POOL_ENTRIES];
 static int cv_key_pool_count = 0;
 static size_t cv_key_pool_bytes = 0;
 
-static void cv_key_unmap(void *p, size_t length) {
-#if defined(__linux__)
-    munmap(p, length);
-#else
-    (void)length;
-    free(p);
-#endif
-}
-
 void *cv_key_buffer_alloc(size_t bytes) {
     const size_t length = cv_page_length(bytes);
     pthread_mutex_lock(&cv_key_pool_lock);
@@ -71,7 +62,7 @@ void cv_key_buffer_free(void *p, size_t bytes) {
         return;
     }
     pthread_mutex_unlock(&cv_key_pool_lock);
-    cv_key_unmap(p, length);
+    cv_unmap_pages(p, length);
 }
 
 size_t cv_key_buffer_pooled_bytes(void) {
@@ -85,10 +76,8 @@ void cv_key_buffer_drain(void) {
     void *ptrs[CV_KEY_POOL_ENTRIES];
     size_t lens[CV_KEY_POOL_ENTRIES];
     pthread_mutex_lock(&cv_key_pool_lock);
-    const int count = cv_key_pool_count;
-    for (int i = 0; i < count; i++) { ptrs[i] = cv_key_pool_ptr[i]; lens[i] = cv_key_pool_len[i]; }
-    cv_key_pool_count = 0;
+    const int count = cv_take_kept(cv_key_pool_ptr, cv_key_pool_len, &cv_key_pool_count, ptrs, lens);
     cv_key_pool_bytes = 0;
     pthread_mutex_unlock(&cv_key_pool_lock);
-    for (int i = 0; i < count; i++) cv_key_unmap(ptrs[i], lens[i]);
+    for (int i = 0; i < count; i++) cv_unmap_pages(ptrs[i], lens[i]);
 }

@@ -1,9 +1,12 @@
-// Whole small pages, the size of an anonymous mapping of a given length (internal to the kernels).
+// Whole small pages, the size of an anonymous mapping of a given length, and the emptying of a pool of kept
+// mappings (internal to the kernels).
 #ifndef CKERNELS_PAGES_H
 #define CKERNELS_PAGES_H
 
 #include <stddef.h>
+#include <stdlib.h>
 #if defined(__linux__)
+#include <sys/mman.h>
 #include <unistd.h>
 #endif
 
@@ -16,6 +19,25 @@ static inline size_t cv_page_length(size_t bytes) {
 #endif
     if (bytes == 0) bytes = 1;
     return (bytes + page - 1) & ~(page - 1);
+}
+
+/// Gives back a pool's mapping (`free` where there is no `mmap`).
+static inline void cv_unmap_pages(void *p, size_t length) {
+#if defined(__linux__)
+    munmap(p, length);
+#else
+    (void)length;
+    free(p);
+#endif
+}
+
+/// Moves a pool's `*count` kept mappings into `ptrs` and `lens` and empties it (under the pool's lock); returns how
+/// many, for `cv_unmap_pages` after the lock.
+static inline int cv_take_kept(void **pool_ptr, size_t *pool_len, int *count, void **ptrs, size_t *lens) {
+    const int n = *count;
+    for (int i = 0; i < n; i++) { ptrs[i] = pool_ptr[i]; lens[i] = pool_len[i]; }
+    *count = 0;
+    return n;
 }
 
 #endif

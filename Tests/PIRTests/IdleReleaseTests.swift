@@ -46,6 +46,27 @@ struct IdleReleaseTests {
         }
     }
 
+    @Test("The query buffers kept for the next query are unmapped once the process is idle")
+    func queryBuffersReleased() async {
+        await #expect(processExitsWith: .success) {
+            MulPirServer.tuneAllocator()
+            MulPirServer.setIdleRelease(milliseconds: 100)
+            let size = 8 << 20  // a Live Caller ID query's selectors
+            var lengths = [Int](repeating: 0, count: 2)
+            let buffers = (0..<2).map { i in cv_query_buffer_alloc(size, &lengths[i])! }
+            for p in buffers { memset(p, 0x5a, size) }
+            let mapped = IdleReleaseTests.residentAnonymousKiB()
+            MulPirServer.noteAllocatorActivity()
+            for (p, length) in zip(buffers, lengths) { cv_query_buffer_free(p, length) }
+            let kept = cv_query_buffer_pooled_bytes()
+            try? await Task.sleep(for: .milliseconds(1500))
+            let after = IdleReleaseTests.residentAnonymousKiB()
+            print("query buffers: \(mapped) KiB resident with them, \(kept) B kept once freed, "
+                  + "\(cv_query_buffer_pooled_bytes()) B kept and \(after) KiB resident after 1.5 s idle")
+            exit(kept == 2 * size && cv_query_buffer_pooled_bytes() == 0 && mapped - after >= 14 << 10 ? 0 : 1)
+        }
+    }
+
     @Test("The key buffers kept for the next parsed key are unmapped once the process is idle")
     func keyBuffersReleased() async {
         await #expect(processExitsWith: .success) {

@@ -57,6 +57,19 @@ size_t cv_key_buffer_pooled_bytes(void);
 /// Unmaps every kept key buffer (the idle release does this).
 void cv_key_buffer_drain(void);
 
+/// Memory for one query's expanded selectors, outside the malloc heap: the smallest kept mapping that holds `bytes`,
+/// or a new one faulted in at once. Sets `*length` to the mapping's length, which `cv_query_buffer_free` takes back.
+/// Contents unspecified; NULL on failure.
+void *cv_query_buffer_alloc(size_t bytes, size_t *length);
+/// Returns a query's memory: kept for a later query while the kept and the in-use mappings together number fewer
+/// than the most ever in use at once since the last drain (when that many are kept, the larger of it and the smallest
+/// kept one stays), else unmapped.
+void cv_query_buffer_free(void *p, size_t length);
+/// Bytes of kept query memory (tests and metrics).
+size_t cv_query_buffer_pooled_bytes(void);
+/// Unmaps every kept query buffer and starts counting the most in use at once afresh (the idle release does this).
+void cv_query_buffer_drain(void);
+
 /// `out[i]` = the 128-bit little-endian value at `bytes + 16·i` mod `q`, for `i < count` and `q < 2^30`: a seed's
 /// uniform draws as the reference reduces them (one 16-byte draw per residue), straight into 32-bit words.
 void cv_reduce_wide32(const uint8_t *bytes, size_t count, uint32_t q, uint32_t *out);

@@ -1,4 +1,5 @@
 import BFV
+import CKernels
 
 /// A query's expanded selectors as 32-bit words, leaf after leaf in one allocation, where the expansion writes
 /// them and the database scan and the second dimension read them in place (no copy into a scan layout).
@@ -14,12 +15,12 @@ final class SelectorWords: @unchecked Sendable {
     let leafWords: Int
     /// Words from one leaf to the next.
     let stride: Int
-    /// The words (uninitialized until the leaves are written), on a cache-line boundary so each 128-byte scan
-    /// block is two whole lines.
+    /// The words (unspecified until the leaves are written), on a page boundary.
     let pointer: UnsafeMutablePointer<UInt32>
-    /// The allocation `pointer` lies in (the allocator's 16-byte alignment: an aligned allocation of this size
-    /// would be a fresh mapping every query, faulted in and zeroed page by page).
-    private let allocation: UnsafeMutablePointer<UInt32>
+    /// The mapping `pointer` lies in (`cv_query_buffer_alloc`: outside the malloc heap, and a finished query's
+    /// mapping serves a later one without faulting in again), and its length in bytes.
+    private let allocation: UnsafeMutableRawPointer
+    private let allocationBytes: Int
 
     /// Padding between leaves, in words.
     static let padWords = 64
@@ -29,9 +30,16 @@ final class SelectorWords: @unchecked Sendable {
         self.count = count
         self.leafWords = leafWords
         self.stride = leafWords + Self.padWords
-        allocation = .allocate(capacity: count * stride + 16)
-        let misalignment = Int(bitPattern: allocation) & 63
-        pointer = allocation + (misalignment == 0 ? 0 : (64 - misalignment) / 4)
+        let bytes = count * stride * 4
+        var length = 0
+        // Out of memory traps, as the allocator this replaces did.
+        guard let mapping = cv_query_buffer_alloc(bytes, &length) else {
+            fatalError("cannot map \(bytes) bytes for a query's selectors")
+        }
+        allocation = mapping
+        allocationBytes = length
+        // Page-aligned, so each 128-byte scan block is two whole cache lines.
+        pointer = mapping.bindMemory(to: UInt32.self, capacity: count * stride)
     }
 
     /// The first word of leaf `k`.
@@ -46,7 +54,7 @@ final class SelectorWords: @unchecked Sendable {
     }
 
     deinit {
-        allocation.deallocate()
+        cv_query_buffer_free(allocation, allocationBytes)
     }
 }
 

@@ -1,0 +1,59 @@
+#if os(Linux)
+import CKernels
+import Foundation
+import Testing
+
+/// The queries' selector memory outside the malloc heap: a finished query's mapping serves the next query that fits
+/// in it, and the kept and in-use mappings together never outnumber the most in use at once. Each test runs in a
+/// child process of its own (an exit test): the pool is process-wide.
+@Suite("Query buffer pool")
+struct QueryBufferPoolTests {
+    /// A mapping and the length the pool gave it.
+    static func take(_ bytes: Int) -> (pointer: UnsafeMutableRawPointer, length: Int) {
+        var length = 0
+        let p = cv_query_buffer_alloc(bytes, &length)!
+        memset(p, 0x5a, bytes)
+        return (p, length)
+    }
+
+    @Test("One query at a time keeps one mapping, the larger when a larger query came, and it serves the smaller")
+    func sequential() async {
+        await #expect(processExitsWith: .success) {
+            let small = (8 << 20) + 100, large = small + (256 << 10)
+            let a = QueryBufferPoolTests.take(small)
+            cv_query_buffer_free(a.pointer, a.length)
+            let b = QueryBufferPoolTests.take(small)
+            let reused = b.pointer == a.pointer
+            cv_query_buffer_free(b.pointer, b.length)
+            let c = QueryBufferPoolTests.take(large)  // does not fit the kept one: a new mapping
+            cv_query_buffer_free(c.pointer, c.length)
+            let keptAfterLarge = cv_query_buffer_pooled_bytes()
+            let d = QueryBufferPoolTests.take(small)  // the larger kept mapping serves it
+            cv_query_buffer_free(d.pointer, d.length)
+            print("reused \(reused); after the larger query \(keptAfterLarge) B kept (its mapping \(c.length) B); "
+                  + "the next small query got \(d.pointer == c.pointer ? "it" : "another"), length \(d.length)")
+            exit(reused && c.pointer != a.pointer && keptAfterLarge == c.length && d.pointer == c.pointer
+                 && d.length == c.length ? 0 : 1)
+        }
+    }
+
+    @Test("Three at once keep three; once drained, one at a time keeps one again")
+    func concurrent() async {
+        await #expect(processExitsWith: .success) {
+            let size = (4 << 20) + 4096
+            let three = (0..<3).map { _ in QueryBufferPoolTests.take(size) }
+            for m in three { cv_query_buffer_free(m.pointer, m.length) }
+            let keptThree = cv_query_buffer_pooled_bytes()
+            cv_query_buffer_drain()
+            let drained = cv_query_buffer_pooled_bytes()
+            for _ in 0..<3 {
+                let m = QueryBufferPoolTests.take(size)
+                cv_query_buffer_free(m.pointer, m.length)
+            }
+            let keptOne = cv_query_buffer_pooled_bytes()
+            print("kept \(keptThree) B after three at once, \(drained) B after the drain, \(keptOne) B after three in turn")
+            exit(keptThree == 3 * three[0].length && drained == 0 && keptOne == three[0].length ? 0 : 1)
+        }
+    }
+}
+#endif
