@@ -35,4 +35,13 @@ struct ErrorCodeTests {
         #expect(message == "Invalid PIR request: invalid PIR query: 2 ciphertexts")
         #expect(LookupError(wire.engineError(message: message)).status.code == 400)
     }
+
+    @Test("The PIR core's failure to map a query's memory is an overload (503 with Retry-After), not a bad request")
+    func outOfMemory() throws {
+        let engine = try #require(EngineError(clientInput: PIRError.outOfMemory("cannot map 8 MiB")))
+        #expect(engine.code == .overloaded)
+        let lookup = LookupError(engine)
+        #expect(lookup.status.code == 503)
+        #expect(lookup.retryAfter != nil)
+    }
 }

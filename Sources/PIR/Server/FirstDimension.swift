@@ -19,7 +19,7 @@ struct FirstDimension {
         let ctx = context.ciphertextContext
         let half = ctx.rowCount * context.degree
         let owners = try selectors.map { list in
-            let words = SelectorWords(count: list.count, leafWords: 2 * half)
+            let words = try SelectorWords(count: list.count, leafWords: 2 * half)
             for (k, ct) in list.enumerated() {
                 let eval = ct.converted(to: .eval)
                 guard eval.polys.count == 2, eval.moduliCount == ctx.rowCount else {

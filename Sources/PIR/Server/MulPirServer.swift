@@ -216,7 +216,7 @@ public struct MulPirServer: Sendable {
         let half = context.ciphertextContext.rowCount * context.degree
         let expanded: [SelectorWords] = try concurrentMap(queries.count) { i in
             let expansion = QueryExpansion(context: context, evaluationKey: queries[i].evaluationKey, threads: treeThreads)
-            let output = SelectorWords(count: p.expandedQueryCount, leafWords: kernel.ciphertextWords)
+            let output = try SelectorWords(count: p.expandedQueryCount, leafWords: kernel.ciphertextWords)
             _ = try expandEach(queries[i].query) { ct, first, count -> [Void] in
                 guard try expansion.expandWords(ct, count: count, evaluationForm: true, into: output, firstLeaf: first)
                 else { throw PIRError.invalidQuery("query ciphertexts do not fit the 32-bit expansion") }

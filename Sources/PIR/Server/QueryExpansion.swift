@@ -53,7 +53,7 @@ public struct QueryExpansion: Sendable {
     /// the database pass reads them: the leaves' own transforms are saved. Both forms give the same outputs.
     public func expandWords(_ ciphertext: Ciphertext, count: Int, evaluationForm: Bool = false) throws -> [[UInt32]]? {
         guard let kernel = context.narrowKeySwitch else { return nil }
-        let output = SelectorWords(count: count, leafWords: kernel.ciphertextWords)
+        let output = try SelectorWords(count: count, leafWords: kernel.ciphertextWords)
         guard try expandWords(ciphertext, count: count, evaluationForm: evaluationForm, into: output, firstLeaf: 0)
         else { return nil }
         return (0..<count).map { output.words($0) }

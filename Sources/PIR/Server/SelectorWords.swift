@@ -25,16 +25,15 @@ final class SelectorWords: @unchecked Sendable {
     /// Padding between leaves, in words.
     static let padWords = 64
 
-    /// Room for `count` leaves of `leafWords` words each.
-    init(count: Int, leafWords: Int) {
+    /// Room for `count` leaves of `leafWords` words each; `PIRError.outOfMemory` when the mapping cannot be made.
+    init(count: Int, leafWords: Int) throws {
         self.count = count
         self.leafWords = leafWords
         self.stride = leafWords + Self.padWords
         let bytes = count * stride * 4
         var length = 0
-        // Out of memory traps, as the allocator this replaces did.
         guard let mapping = cv_query_buffer_alloc(bytes, &length) else {
-            fatalError("cannot map \(bytes) bytes for a query's selectors")
+            throw PIRError.outOfMemory("cannot map \(bytes) bytes for a query's selectors")
         }
         allocation = mapping
         allocationBytes = length

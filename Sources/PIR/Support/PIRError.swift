@@ -1,9 +1,11 @@
-/// Errors of the keyword-PIR layer: bad parameters, malformed queries, databases or buckets.
+/// Errors of the keyword-PIR layer: bad parameters, malformed queries, databases or buckets, and memory the
+/// computation could not get.
 public struct PIRError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A stable error code, in the style of swift-certificates' `CertificateError`: compare codes, not messages.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Base: String, Sendable {
-            case invalidParameters, invalidQuery, shardIndexOutOfRange, malformedDatabase, missingEvaluationKey, invalidDatabase
+            case invalidParameters, invalidQuery, shardIndexOutOfRange, malformedDatabase, missingEvaluationKey,
+                 invalidDatabase, outOfMemory
         }
 
         fileprivate let base: Base
@@ -22,6 +24,9 @@ public struct PIRError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let missingEvaluationKey = Code(.missingEvaluationKey)
         /// Input rows that cannot be processed (duplicates, oversized values, placement failure).
         public static let invalidDatabase = Code(.invalidDatabase)
+        /// The process could not map the memory a query's computation needs (a condition of the host, not of the
+        /// input).
+        public static let outOfMemory = Code(.outOfMemory)
     }
 
     /// What went wrong.
@@ -62,5 +67,11 @@ public struct PIRError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Input rows that cannot be processed (duplicates, oversized values, placement failure).
     public static func invalidDatabase(_ why: String) -> PIRError {
         PIRError(.invalidDatabase, "invalid keyword database: \(why)")
+    }
+
+    /// The process could not map the memory a query's computation needs (a condition of the host, not of the
+    /// input).
+    public static func outOfMemory(_ why: String) -> PIRError {
+        PIRError(.outOfMemory, "out of memory: \(why)")
     }
 }
