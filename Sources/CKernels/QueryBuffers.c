@@ -3,7 +3,7 @@
 // fits the hole it left: with two queries computing at once the heap grew to twice what they held. Here each block
 // is a mapping of its own, and a finished query's mapping is kept, resident, for the next query, but only as many as
 // were ever in use at once since the last idle release (kept and in use together never exceed that), the largest
-// ones, so a kept block fits any later query of the same shards.
+// ones, so a kept block fits any later query of the same shards. Once no query holds one, only the largest stays.
 #define _GNU_SOURCE
 #include "CKernels.h"
 #include "Pages.h"
@@ -67,6 +67,28 @@ void cv_query_buffer_free(void *p, size_t length) {
     size_t drop_length = length;
     pthread_mutex_lock(&cv_query_pool_lock);
     if (cv_query_live > 0) cv_query_live--;
+    if (cv_query_live == 0) {
+        // No query holds one any more: the largest of this mapping and the kept ones stays for the next query, the
+        // rest go now rather than at the idle release, so a burst's mappings do not outlast it.
+        void *ptrs[CV_QUERY_POOL_MAX];
+        size_t lens[CV_QUERY_POOL_MAX];
+        const int count = cv_take_kept(cv_query_pool_ptr, cv_query_pool_len, &cv_query_pool_count, ptrs, lens);
+        for (int i = 0; i < count; i++) {
+            if (lens[i] > length) {
+                void *q = p;
+                size_t n = length;
+                p = ptrs[i], length = lens[i];
+                ptrs[i] = q, lens[i] = n;
+            }
+        }
+        cv_query_pool_ptr[0] = p;
+        cv_query_pool_len[0] = length;
+        cv_query_pool_count = 1;
+        cv_query_high = 1;
+        pthread_mutex_unlock(&cv_query_pool_lock);
+        for (int i = 0; i < count; i++) cv_unmap_pages(ptrs[i], lens[i]);
+        return;
+    }
     if (cv_query_pool_count + cv_query_live < cv_query_high && cv_query_pool_count < CV_QUERY_POOL_MAX) {
         cv_query_pool_ptr[cv_query_pool_count] = p;
         cv_query_pool_len[cv_query_pool_count] = length;

@@ -4,7 +4,8 @@ import Foundation
 import Testing
 
 /// The queries' selector memory outside the malloc heap: a finished query's mapping serves the next query that fits
-/// in it, and the kept and in-use mappings together never outnumber the most in use at once. Each test runs in a
+/// in it, the kept and in-use mappings together never outnumber the most in use at once, and once none is in use only
+/// one stays. Each test runs in a
 /// child process of its own (an exit test): the pool is process-wide.
 @Suite("Query buffer pool")
 struct QueryBufferPoolTests {
@@ -37,22 +38,26 @@ struct QueryBufferPoolTests {
         }
     }
 
-    @Test("Three at once keep three; once drained, one at a time keeps one again")
+    @Test("Three at once keep what they return while any is in use; the last one back leaves one; drained, none")
     func concurrent() async {
         await #expect(processExitsWith: .success) {
             let size = (4 << 20) + 4096
             let three = (0..<3).map { _ in QueryBufferPoolTests.take(size) }
-            for m in three { cv_query_buffer_free(m.pointer, m.length) }
-            let keptThree = cv_query_buffer_pooled_bytes()
+            cv_query_buffer_free(three[0].pointer, three[0].length)
+            cv_query_buffer_free(three[1].pointer, three[1].length)
+            let keptWhileOneOut = cv_query_buffer_pooled_bytes()
+            // A fourth query while one is out takes a kept mapping rather than a new one.
+            let fourth = QueryBufferPoolTests.take(size)
+            let reused = fourth.pointer == three[0].pointer || fourth.pointer == three[1].pointer
+            cv_query_buffer_free(fourth.pointer, fourth.length)
+            cv_query_buffer_free(three[2].pointer, three[2].length)
+            let keptAfterLast = cv_query_buffer_pooled_bytes()
             cv_query_buffer_drain()
             let drained = cv_query_buffer_pooled_bytes()
-            for _ in 0..<3 {
-                let m = QueryBufferPoolTests.take(size)
-                cv_query_buffer_free(m.pointer, m.length)
-            }
-            let keptOne = cv_query_buffer_pooled_bytes()
-            print("kept \(keptThree) B after three at once, \(drained) B after the drain, \(keptOne) B after three in turn")
-            exit(keptThree == 3 * three[0].length && drained == 0 && keptOne == three[0].length ? 0 : 1)
+            print("kept \(keptWhileOneOut) B with one of three still out (fourth reused one: \(reused)), "
+                  + "\(keptAfterLast) B once none was out, \(drained) B after the drain")
+            exit(keptWhileOneOut == 2 * three[0].length && reused && keptAfterLast == three[0].length && drained == 0
+                 ? 0 : 1)
         }
     }
 }

@@ -63,7 +63,7 @@ void cv_key_buffer_drain(void);
 void *cv_query_buffer_alloc(size_t bytes, size_t *length);
 /// Returns a query's memory: kept for a later query while the kept and the in-use mappings together number fewer
 /// than the most ever in use at once since the last drain (when that many are kept, the larger of it and the smallest
-/// kept one stays), else unmapped.
+/// kept one stays), else unmapped. The last one returned while none is in use leaves only the largest kept.
 void cv_query_buffer_free(void *p, size_t length);
 /// Bytes of kept query memory (tests and metrics).
 size_t cv_query_buffer_pooled_bytes(void);
