@@ -45,12 +45,12 @@ for _ in $(seq 1 120); do
   kill -0 "$pid" 2>/dev/null || { echo "the server exited during start"; exit 1; }
   sleep 0.5
 done
-# The phone's p99 during the flood (the slowest of its 13-31 lookups) guards against the service falling over: 6.8-21.5 s
-# before the fair gate. Under the gate with its 900 ms wait, a phone is refused whenever its turn
-# would come late and retries after Retry-After (1 s), more often the slower a request holds its slot: the release
-# build's p99 is about 1.2 s, the debug build's 2.7-6.8 s on this machine (each 1 s is a retry more), so
-# the bound (OVERLOAD_P99_LIMIT) is 3 s for the release build and 10 s for the debug one. A starved phone fails on
-# its share of the queries answered (--min-served-share) whatever the build.
+# The phone's p99 during the flood (the slowest of its 13-31 lookups) guards against the service falling over
+# (6.8-21.5 s before the fair gate). Under the gate with its 900 ms wait, a phone is refused whenever its turn would
+# come late and retries after Retry-After (1 s), more often the slower a request holds its slot: the release build's
+# p99 is about 1.2 s, the debug build's 2.7-6.8 s on this machine (each 1 s is a retry more), so the bound
+# (OVERLOAD_P99_LIMIT) is 3 s for the release build and 10 s for the debug one. A starved phone fails on its share
+# of the queries answered (--min-served-share) whatever the build.
 p99_default=10
 if [ "${OVERLOAD_BUILD:-debug}" = release ]; then p99_default=3; fi
 "${client_pin[@]}" "$bench_bin" overload --url "http://127.0.0.1:$port" --dataset "$work" --pid "$pid" --admin-url "http://127.0.0.1:9090" \
