@@ -17,7 +17,8 @@ public final class FairAdmission: Sendable {
         /// Requests waiting at most; a newcomer then pushes out the last turn's request if its own turn would come
         /// before it, else it is refused.
         public var maxQueued: Int
-        /// Longest wait for a slot.
+        /// Longest wait for a slot; raised to twice the estimate's limit where requests hold their slots so long
+        /// that a phone's pair behind one turn per slot would wait longer than half of it.
         public var maxWait: Duration
         /// The wait allowed unless configured: with the estimate at half of it, a lookup admitted under a flood is
         /// answered within about a second, while a phone among flooding identities waits for about one turn, so
@@ -99,11 +100,26 @@ public final class FairAdmission: Sendable {
         let ahead = s.queue.ahead(of: owner)
         let pair = s.queue.has(owner) ? 0 : FairQueue<Waiter>.groupTurns - 1
         guard ahead > 0, let wait = s.hold.wait(turns: ahead + pair + 1, slots: limits.slots) else { return false }
-        return wait > estimateLimit
+        return wait > estimateLimit(s)
     }
 
-    /// The latest turn the estimate admits: half of `maxWait`.
-    private var estimateLimit: Duration { limits.maxWait / 2 }
+    /// The latest turn the estimate admits: half of `maxWait`, but never less than the wait of a phone's pair behind
+    /// one queued turn per slot. Where a request holds its slot longer than that budget allows (a CPU without the
+    /// vector kernels, larger shards), a fixed half of `maxWait` would refuse every turn but the first in line: the
+    /// queue would hold about one turn, admission would go to whoever reaches a free slot first, and a flood's many
+    /// connections would take it from a phone retrying once a second.
+    private func estimateLimit(_ s: State) -> Duration {
+        let half = limits.maxWait / 2
+        guard let round = s.hold.wait(turns: limits.slots + FairQueue<Waiter>.groupTurns, slots: limits.slots)
+        else { return half }
+        return max(half, round)
+    }
+
+    /// How long a request queued now may wait before it is refused: `maxWait`, or twice the estimate's limit when
+    /// that is longer, so that a turn the estimate admitted is not refused after all for the same slow holds.
+    private func waitAllowed(_ s: State) -> Duration {
+        max(limits.maxWait, estimateLimit(s) * 2)
+    }
 
     /// Runs `body` once `owner` has a slot, then frees it; throws `LookupError` 503 with `Retry-After` when refused.
     public func admit<T>(owner: String, _ body: () async throws -> T) async throws -> T {
@@ -120,27 +136,27 @@ public final class FairAdmission: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiter.attach(continuation)
-                let queued = state.withLock { s -> Bool in
+                let queued = state.withLock { s -> Duration? in
                     if s.inUse < limits.slots && s.queue.count == 0 {
                         if waiter.resolve(.success(())) { s.inUse += 1 }  // not if its caller went away already
-                        return false
+                        return nil
                     }
                     if estimateExceeds(owner: owner, s) {
                         refuse(waiter, .estimate, &s)
-                        return false
+                        return nil
                     }
                     if s.queue.count >= limits.maxQueued {
                         guard let pushedOut = s.queue.pushOut(for: owner) else {
                             refuse(waiter, .full, &s)
-                            return false
+                            return nil
                         }
                         refuse(pushedOut, .full, &s)
                     }
                     s.queue.append(waiter, owner: owner)
                     trimTail(&s)
-                    return true
+                    return waitAllowed(s)
                 }
-                if queued { expire(waiter, owner: owner) }
+                if let queued { expire(waiter, owner: owner, after: queued) }
             }
         } onCancel: {
             state.withLock { s in
@@ -149,12 +165,12 @@ public final class FairAdmission: Sendable {
         }
     }
 
-    /// Refuses `waiter` at its own deadline if it is still waiting then. The refusal, its count and the waiter's
-    /// leaving the queue happen under one lock, so whoever sees the refusal sees the gate's state after it.
-    private func expire(_ waiter: Waiter, owner: String) {
-        let maxWait = limits.maxWait
+    /// Refuses `waiter` at its own deadline, `wait` from now, if it is still waiting then. The refusal, its count
+    /// and the waiter's leaving the queue happen under one lock, so whoever sees the refusal sees the gate's state
+    /// after it.
+    private func expire(_ waiter: Waiter, owner: String, after wait: Duration) {
         Task { [self] in
-            try? await Task.sleep(for: maxWait)
+            try? await Task.sleep(for: wait)
             state.withLock { s in
                 if waiter.resolve(.failure(Self.error(.timeout))) {
                     count(.timeout, &s)
@@ -169,7 +185,7 @@ public final class FairAdmission: Sendable {
     /// least lately that fit, and a flood's turns are refused while young, not after waiting out the wait. The first
     /// in line is never refused.
     private func trimTail(_ s: inout State) {
-        while s.queue.count > 1, let wait = s.hold.wait(turns: s.queue.count, slots: limits.slots), wait > estimateLimit,
+        while s.queue.count > 1, let wait = s.hold.wait(turns: s.queue.count, slots: limits.slots), wait > estimateLimit(s),
               let last = s.queue.popLast() {
             refuse(last, .pushed, &s)
         }

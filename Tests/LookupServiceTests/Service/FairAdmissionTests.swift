@@ -219,4 +219,24 @@ struct FairAdmissionTests {
         #expect(order.all == ["a", "d"])
         #expect(gate.snapshot.inUse == 0)
     }
+
+    @Test("Turns longer than half the wait allows: a phone behind one turn is still queued, not refused, and waits past maxWait for its turn")
+    func slowTurnsKeepTheQueue() async throws {
+        // Turns of 1 s against 1 s allowed: half of it admits no turn behind another, which left admission to
+        // whoever reached a free slot first. The estimate's floor (a pair behind one turn per slot: 3 s) queues the
+        // phone, and it may wait twice that.
+        let (gate, order, latch, holder) = try await Self.heldGate(maxWait: .seconds(1), turn: .seconds(1), owner: "flood", name: "flood-0")
+        let flood = Self.request(gate, owner: "flood", name: "flood-1", order: order, latch: latch)
+        try await Self.waitWaiting(gate, 1)
+        try gate.precheck(owner: "phone")
+        let phone = Self.request(gate, owner: "phone", name: "phone", order: order, latch: latch)
+        try await Self.waitWaiting(gate, 2)
+        try await Task.sleep(for: .milliseconds(1500))  // past maxWait
+        #expect(gate.snapshot.waiting == 2)
+        latch.open()
+        for task in [holder, flood, phone] { try await task.value }
+        #expect(order.all == ["flood-0", "flood-1", "phone"])
+        #expect(gate.snapshot.refused.isEmpty, "\(gate.snapshot.refused)")
+        #expect(gate.snapshot.inUse == 0)
+    }
 }
