@@ -100,7 +100,7 @@ public final class FairAdmission: Sendable {
         let ahead = s.queue.ahead(of: owner)
         let pair = s.queue.has(owner) ? 0 : FairQueue<Waiter>.groupTurns - 1
         guard ahead > 0, let wait = s.hold.wait(turns: ahead + pair + 1, slots: limits.slots) else { return false }
-        return wait > estimateLimit(s)
+        return wait > estimateLimit(s.hold)
     }
 
     /// The latest turn the estimate admits: half of `maxWait`, but never less than the wait of a phone's pair behind
@@ -108,17 +108,17 @@ public final class FairAdmission: Sendable {
     /// vector kernels, larger shards), a fixed half of `maxWait` would refuse every turn but the first in line: the
     /// queue would hold about one turn, admission would go to whoever reaches a free slot first, and a flood's many
     /// connections would take it from a phone retrying once a second.
-    private func estimateLimit(_ s: State) -> Duration {
+    private func estimateLimit(_ hold: MeanHold) -> Duration {
         let half = limits.maxWait / 2
-        guard let round = s.hold.wait(turns: limits.slots + FairQueue<Waiter>.groupTurns, slots: limits.slots)
+        guard let round = hold.wait(turns: limits.slots + FairQueue<Waiter>.groupTurns, slots: limits.slots)
         else { return half }
         return max(half, round)
     }
 
     /// How long a request queued now may wait before it is refused: `maxWait`, or twice the estimate's limit when
     /// that is longer, so that a turn the estimate admitted is not refused after all for the same slow holds.
-    private func waitAllowed(_ s: State) -> Duration {
-        max(limits.maxWait, estimateLimit(s) * 2)
+    private func waitAllowed(_ hold: MeanHold) -> Duration {
+        max(limits.maxWait, estimateLimit(hold) * 2)
     }
 
     /// Runs `body` once `owner` has a slot, then frees it; throws `LookupError` 503 with `Retry-After` when refused.
@@ -154,7 +154,7 @@ public final class FairAdmission: Sendable {
                     }
                     s.queue.append(waiter, owner: owner)
                     trimTail(&s)
-                    return waitAllowed(s)
+                    return waitAllowed(s.hold)
                 }
                 if let queued { expire(waiter, owner: owner, after: queued) }
             }
@@ -185,7 +185,8 @@ public final class FairAdmission: Sendable {
     /// least lately that fit, and a flood's turns are refused while young, not after waiting out the wait. The first
     /// in line is never refused.
     private func trimTail(_ s: inout State) {
-        while s.queue.count > 1, let wait = s.hold.wait(turns: s.queue.count, slots: limits.slots), wait > estimateLimit(s),
+        let limit = estimateLimit(s.hold)
+        while s.queue.count > 1, let wait = s.hold.wait(turns: s.queue.count, slots: limits.slots), wait > limit,
               let last = s.queue.popLast() {
             refuse(last, .pushed, &s)
         }
