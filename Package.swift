@@ -183,7 +183,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "ServiceCore",
-            dependencies: ["BFV", "PIR", "LookupProtocol", "LookupEngine", "LookupStorage", "Reports", "ObliviousHTTP",
+            dependencies: ["CKernels", "BFV", "PIR", "LookupProtocol", "LookupEngine", "LookupStorage", "Reports", "ObliviousHTTP",
                            hummingbird,
                            hummingbirdCore,
                            hummingbirdHTTP2,

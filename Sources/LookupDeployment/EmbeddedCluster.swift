@@ -33,6 +33,7 @@ public struct EmbeddedCluster: Sendable {
             options.replication = 1
             options.metrics = metrics
             options.spoolDirectory = spoolDirectory
+            options.pushesKeys = false  // the workers read the service's key cache, where the upload put the key
             return try ClusterCoordinator(context: context, options: options, keyStore: environment.keyStore, logger: logger)
         }
     }

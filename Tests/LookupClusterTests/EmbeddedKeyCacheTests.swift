@@ -7,6 +7,7 @@ import Testing
 
 /// The parsed-key cache of `callveil serve`'s embedded workers is the service's, sized by `keys.cacheMegabytes`, so
 /// that an operator (or a population benchmark) can bound it; it was a fixed 512 MiB per worker whatever the config.
+/// The coordinator pushes them no keys: the upload has put each key in that cache already.
 @Suite("Embedded workers' key cache")
 struct EmbeddedKeyCacheTests {
     /// Key-cache lookups by result, from the service's metrics.
@@ -41,6 +42,8 @@ struct EmbeddedKeyCacheTests {
         } else {
             #expect(hits == records.count && misses == 0)  // the key is parsed when it is uploaded
         }
+        // The upload put the key in the cache the workers read: nothing is pushed through the socket to them.
+        #expect((server.server.executor as? ClusterCoordinator)?.keyPushes == 0)
         for worker in workers { worker.stop() }
         await server.stop()
         (server.server.executor as? ClusterCoordinator)?.shutdown()

@@ -70,6 +70,21 @@ size_t cv_query_buffer_pooled_bytes(void);
 /// Unmaps every kept query buffer and starts counting the most in use at once afresh (the idle release does this).
 void cv_query_buffer_drain(void);
 
+/// Memory for a request body's ByteBuffer (NIO's custom allocator functions), outside the malloc heap from 128 KiB:
+/// a mapping of its own, grown by remapping and unmapped when freed; smaller bodies come from the heap. NULL only
+/// where the heap is exhausted.
+void *cv_body_allocate(size_t size);
+/// Grows or shrinks a body's memory to `new_size`, keeping its first bytes (`old_size` of them at most).
+void *cv_body_reallocate(void *p, size_t old_size, size_t new_size);
+/// Frees what `cv_body_allocate` or `cv_body_reallocate` returned.
+void cv_body_deallocate(void *p);
+/// Copies `count` bytes (NIO's copy hook).
+void cv_body_copy(void *dst, const void *src, size_t count);
+/// 1 when `p` (from `cv_body_allocate`) lives in a mapping of its own (tests).
+int cv_body_is_mapped(const void *p);
+/// Bytes the malloc heap has handed out and not had back (glibc's `mallinfo2`; 0 elsewhere; tests).
+size_t cv_heap_in_use_bytes(void);
+
 /// `out[i]` = the 128-bit little-endian value at `bytes + 16·i` mod `q`, for `i < count` and `q < 2^30`: a seed's
 /// uniform draws as the reference reduces them (one 16-byte draw per residue), straight into 32-bit words.
 void cv_reduce_wide32(const uint8_t *bytes, size_t count, uint32_t q, uint32_t *out);

@@ -7,8 +7,10 @@ import LookupWorker
 extension ClusterCoordinator {
     /// Pushes a key just stored to the live workers its owner's queries will go to: for each shard of its key config,
     /// the owner's affinity replica among the live workers placed to serve it (the others would parse it for
-    /// nothing; a query that spills over to another replica fetches the key there on its miss).
+    /// nothing; a query that spills over to another replica fetches the key there on its miss). Nothing where the
+    /// options say the workers share the service's key cache.
     public func keyUploaded(_ key: StoredEvaluationKey) async {
+        guard options.pushesKeys else { return }
         let workers = state.withLock { s in
             let shards = s.desired.shards.values.filter { $0.keyConfigHash == key.identifier }.map(\.key)
             let live = Set(s.workers.keys)

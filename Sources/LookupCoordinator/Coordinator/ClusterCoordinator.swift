@@ -53,6 +53,10 @@ public final class ClusterCoordinator: ShardExecutor {
         public var maxWaitingQueries = 64
         /// Longest wait for a replica's credit before a query is answered 503.
         public var queueTimeout: Duration = .seconds(2)
+        /// Pushes each uploaded key to the workers its owner's queries go to. Off where the workers read the
+        /// service's own parsed-key cache (`callveil serve`'s embedded workers): the upload has put the key there,
+        /// and a push would only copy its bytes through the socket for a worker that finds it cached.
+        public var pushesKeys = true
 
         /// Settings binding `bind`.
         public init(bind: String) { self.bind = bind }

@@ -51,6 +51,10 @@ public struct MulPirServer: Sendable {
     /// Idle releases done so far.
     public static var idleReleases: UInt64 { cv_idle_releases() }
 
+    /// Bytes the malloc heap has handed out and not had back (`mallinfo2`; 0 where the C library lacks it): what the
+    /// probes sample to see a request's peak in the heap.
+    public static var heapInUseBytes: Int { Int(cv_heap_in_use_bytes()) }
+
     /// Start-up page releases done so far: the first idle release gives back the program's and its libraries'
     /// read-only pages that only starting and the first load touched (`cv_release_startup_pages`), once.
     public static var startupReleases: UInt64 { cv_startup_releases() }

@@ -9,7 +9,8 @@ import Synchronization
 /// `perConnection` of them (an HTTP/2 connection carries many streams); and the body must arrive at
 /// `minBytesPerSecond` on average after a grace period, else the request's channel is closed. The bytes stay
 /// reserved until the handler's response is made. Beyond `limit` the request gets 413, beyond a budget 503 with
-/// `Retry-After`; `refusal` may answer either in a route's own format instead.
+/// `Retry-After`; `refusal` may answer either in a route's own format instead. The body is collected with
+/// `BodyBufferAllocator`, so a large one leaves the process with its request rather than staying in the heap.
 public struct BodyAdmissionMiddleware: RouterMiddleware {
     /// Why a body was refused.
     public enum Refusal: Sendable {
@@ -81,7 +82,8 @@ public struct BodyAdmissionMiddleware: RouterMiddleware {
         }
         defer { slow.cancel() }
         var request = request
-        var collected = ByteBuffer()
+        // Not capacity 0: NIO answers that with an empty buffer of its default allocator, which the body would then grow.
+        var collected = BodyBufferAllocator.allocator.buffer(capacity: 1)
         do {
             for try await chunk in request.body {
                 guard collected.readableBytes + chunk.readableBytes <= limit else { return try refuse(.tooLarge(limit: limit)) }

@@ -11,7 +11,7 @@ import ServiceCore
 import ServiceLifecycle
 
 /// The service the bench starts: an embedded coordinator with `workers` workers over inproc (0: in-process
-/// executor), Privacy Pass on, on an ephemeral loopback port.
+/// executor), Privacy Pass on (unless told otherwise), on an ephemeral loopback port.
 struct BenchServer {
     let url: String
     let server: LookupServer
@@ -20,14 +20,16 @@ struct BenchServer {
     let workers: [ClusterWorker]
     let coordinator: ClusterCoordinator?
 
-    static func start(dataset: BenchDataset, workers: Int, keyCacheMegabytes: Int? = nil, logger: Logger) async throws -> BenchServer {
+    static func start(dataset: BenchDataset, workers: Int, keyCacheMegabytes: Int? = nil, privacyPass: Bool = true,
+                      logger: Logger) async throws -> BenchServer {
         let directory = "\(dataset.directory)/server-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var config = ServiceConfig(users: [.init(tier: "tier1", tokens: ["AAAA"])],
                                    usecases: [.init(name: BenchDataset.block, fileStem: "\(dataset.directory)/block/shard"),
                                               .init(name: BenchDataset.identity, fileStem: "\(dataset.directory)/identity/shard")],
                                    keys: .init(database: "\(directory)/keys.sqlite", cacheMegabytes: keyCacheMegabytes),
-                                   privacyPass: .init(keyDirectory: "\(directory)/issuer-keys", nonceDatabase: "\(directory)/nonces.sqlite"))
+                                   privacyPass: .init(enabled: privacyPass, keyDirectory: "\(directory)/issuer-keys",
+                                                      nonceDatabase: "\(directory)/nonces.sqlite"))
         config.http = .init(adminPort: 0)
         let configPath = "\(directory)/service-config.json"
         try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))

@@ -71,10 +71,15 @@ public enum LookupRoutes {
         return user
     }
 
+    /// The request's body parsed as `M`, read in place: the message copies the bytes it keeps, so the body is not
+    /// copied first (a key upload's body is most of a megabyte, and the heap kept every such copy until idle).
     static func decode<M: Message>(_ type: M.Type, _ request: Request, _ context: LookupRequestContext) async throws -> M {
-        let bytes = try await body(request, limit: context.maxUploadSize)
+        let buffer = try await bodyBuffer(request, limit: context.maxUploadSize)
         do {
-            return try M(serializedBytes: bytes)
+            return try buffer.withUnsafeReadableBytes { raw in
+                guard let base = raw.baseAddress, !raw.isEmpty else { return try M(serializedBytes: [UInt8]()) }
+                return try M(serializedBytes: Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: raw.count, deallocator: .none))
+            }
         } catch {
             throw LookupError.badRequest("Malformed \(M.protoMessageName): \(error)")
         }
@@ -83,8 +88,13 @@ public enum LookupRoutes {
     /// The request's body, at most `limit` bytes: a longer declared length is refused before reading, a longer
     /// body while reading (413 either way).
     static func body(_ request: Request, limit: Int) async throws -> [UInt8] {
+        Array(try await bodyBuffer(request, limit: limit).readableBytesView)
+    }
+
+    /// The request's body as the buffer it was read into (no copy once `BodyAdmissionMiddleware` has collected it).
+    static func bodyBuffer(_ request: Request, limit: Int) async throws -> ByteBuffer {
         if DeclaredLengthMiddleware.declaresMore(request, than: limit) { throw LookupError.contentTooLarge(limit: limit) }
-        do { return Array(try await request.body.collect(upTo: limit).readableBytesView) } catch is NIOTooManyBytesError {
+        do { return try await request.body.collect(upTo: limit) } catch is NIOTooManyBytesError {
             throw LookupError.contentTooLarge(limit: limit)
         }
     }
