@@ -62,7 +62,7 @@ struct OverloadCommand: AsyncParsableCommand {
         print("overload run: seed \(seed) (--seed to replay)")
         let truth = try BenchDataset.truth(csv: "\(dataset)/identities.csv", acceptEither: nil, convergedMarker: nil, seed: seed)
         guard let port = URL(string: url)?.port else { throw ValidationError("--url needs a port") }
-        let rss = RSSSampler(pid: pid)
+        let rss = PeakSampler(pid: pid)
         rss.start()
         func pool(_ connections: Int, group: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
             var configuration = HTTPClient.Configuration()
@@ -80,7 +80,7 @@ struct OverloadCommand: AsyncParsableCommand {
         for client in clients { try? await client.shutdown() }
     }
 
-    private func measure(truth: LoadGenerator.Truth, port: Int, rss: RSSSampler, clients: [HTTPClient]) async throws {
+    private func measure(truth: LoadGenerator.Truth, port: Int, rss: PeakSampler, clients: [HTTPClient]) async throws {
         let (adminClient, capacityClient, floodClient, keyClient) = (clients[0], clients[1], clients[2], clients[3])
 
         // Capacity: 4 devices back to back on the block use case.

@@ -18,7 +18,7 @@ struct AllocatorReleaseCommand: ParsableCommand {
     func run() throws {
         MulPirServer.tuneAllocator()
         MulPirServer.setIdleRelease(milliseconds: idleMilliseconds)
-        let before = RSSSampler.rss(getpid()) ?? 0
+        let before = PeakSampler.rss(getpid()) ?? 0
         let block = 512 << 10
         MulPirServer.noteAllocatorActivity()
         var blocks: [UnsafeMutableRawPointer] = []
@@ -27,14 +27,14 @@ struct AllocatorReleaseCommand: ParsableCommand {
             memset(p, 1, block)
             blocks.append(p)
         }
-        let peak = RSSSampler.rss(getpid()) ?? 0
+        let peak = PeakSampler.rss(getpid()) ?? 0
         blocks.forEach { free($0) }
         MulPirServer.noteAllocatorActivity()
-        let kept = RSSSampler.rss(getpid()) ?? 0
+        let kept = PeakSampler.rss(getpid()) ?? 0
         let releases = MulPirServer.idleReleases
         let end = Date().addingTimeInterval(wait)
         while MulPirServer.idleReleases == releases, Date() < end { usleep(20_000) }
-        let idle = RSSSampler.rss(getpid()) ?? 0
+        let idle = PeakSampler.rss(getpid()) ?? 0
         print("{\"before\":\(before),\"peak\":\(peak),\"kept\":\(kept),\"idle\":\(idle),\"releases\":\(MulPirServer.idleReleases - releases)}")
     }
 }

@@ -28,12 +28,12 @@ struct KeyMemoryCommand: ParsableCommand {
         let serialized: [UInt8] = try ProtoEvaluationKey(key.serialize()).serializedBytes()
         // One parse first, so the code paths and their first allocations are not counted.
         _ = try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: context)
-        let before = RSSSampler.rss(getpid()) ?? 0
+        let before = PeakSampler.rss(getpid()) ?? 0
         var kept: [EvaluationKey] = []
         for _ in 0..<count {
             kept.append(try ProtoEvaluationKey.evaluationKey(serialized: serialized, context: context))
         }
-        let after = RSSSampler.rss(getpid()) ?? 0
+        let after = PeakSampler.rss(getpid()) ?? 0
         let charged = kept.reduce(0) { $0 + $1.memoryBytes }
         print("{\"keys\":\(kept.count),\"serializedBytes\":\(serialized.count),\"charged\":\(charged),\"rssGrowth\":\(after - before)}")
     }

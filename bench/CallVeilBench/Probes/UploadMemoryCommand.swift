@@ -6,7 +6,6 @@ import Logging
 import LookupClient
 import NIOCore
 import PIR
-import Synchronization
 
 /// `callveil-bench upload-memory`: the service as `serve` runs it (one embedded worker, the tuned allocator, no idle
 /// release) on a small dataset, and what large request bodies take of its malloc heap. First one `/queries` body of
@@ -52,11 +51,11 @@ struct UploadMemoryCommand: AsyncParsableCommand {
             }
             // Field number 0 is invalid: the parse fails at the first byte, so all the heap sees is the body's copies.
             let junk = ByteBuffer(repeating: 0, count: bodyKilobytes << 10)
-            let (bodyBefore, bodyPeak, bodyStatus) = try await HeapSampler.peak { try await post("/queries", junk, user: "upload-memory-junk") }
+            let (bodyBefore, bodyPeak, bodyStatus) = try await Self.heapPeak { try await post("/queries", junk, user: "upload-memory-junk") }
             guard bodyStatus == 400 else { throw ValidationError("the malformed body was answered \(bodyStatus), not 400") }
             var uploads: [ByteBuffer] = []
             for _ in 0..<phones { uploads.append(ByteBuffer(bytes: try await device.freshKeyUpload(for: BenchDataset.block))) }
-            let (uploadBefore, uploadPeak, _) = try await HeapSampler.peak {
+            let (uploadBefore, uploadPeak, _) = try await Self.heapPeak {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for (i, body) in uploads.enumerated() {
                         group.addTask {
@@ -78,34 +77,14 @@ struct UploadMemoryCommand: AsyncParsableCommand {
         try await client.shutdown()
         await server.stop()
     }
-}
 
-/// Samples the malloc heap's bytes in use every millisecond on a thread of its own and keeps the peak.
-final class HeapSampler: Sendable {
-    private let state = Mutex((peak: 0, stopped: false))
-
-    /// The heap's bytes in use before `work`, the most in use while it ran, and its result.
-    static func peak<T: Sendable>(_ work: () async throws -> T) async throws -> (before: Int, peak: Int, result: T) {
+    /// The heap's bytes in use before `work`, the most in use while it ran (sampled every millisecond), and its result.
+    private static func heapPeak<T: Sendable>(_ work: () async throws -> T) async throws -> (before: Int, peak: Int, result: T) {
         let before = MulPirServer.heapInUseBytes
-        let sampler = HeapSampler()
+        let sampler = PeakSampler(every: 0.001) { MulPirServer.heapInUseBytes }
         sampler.start()
         defer { sampler.stop() }
         let result = try await work()
         return (before, sampler.peak, result)
     }
-
-    /// The most in use seen so far, bytes.
-    var peak: Int { state.withLock { $0.peak } }
-
-    func start() {
-        Thread.detachNewThread { [self] in
-            while !state.withLock({ $0.stopped }) {
-                let bytes = MulPirServer.heapInUseBytes
-                state.withLock { $0.peak = max($0.peak, bytes) }
-                usleep(1000)
-            }
-        }
-    }
-
-    func stop() { state.withLock { $0.stopped = true } }
 }
