@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Memory of `callveil serve` (release, the demo config, one embedded worker) on one dataset: the process's peak RSS
-# while it loaded (VmHWM once ready), its RSS (anonymous and file-backed) 3 s after every shard serves, right after
-# phones looked numbers up (every answer checked) and SERVICE_MEMORY_IDLE seconds later, with the server's CPU per
-# request. Several server binaries (another commit's, SERVICE_MEMORY_BINS, space-separated) run side by side on the
-# same processed dataset, one after the other in each of SERVICE_MEMORY_ROUNDS rounds, each from a fresh state
-# directory. Prints one row per run (bench/README.md, Memory).
+# while it loaded (VmHWM once ready), its RSS (anonymous and file-backed) 3 s after every shard serves, its peak while
+# phones look numbers up (VmRSS every 0.1 s; every answer checked), right after they finish and SERVICE_MEMORY_IDLE
+# seconds later, with the server's CPU per request. Several server binaries (another commit's, SERVICE_MEMORY_BINS,
+# space-separated) run side by side on the same processed dataset, one after the other in each of
+# SERVICE_MEMORY_ROUNDS rounds, each from a fresh state directory. Prints one row per run (bench/README.md, Memory).
 #
 # The reference's side, built outside this repository (bench/HISTORY.md, "Service memory against the reference"):
 # REFERENCE_SERVICE (its PIRService) and REFERENCE_PROCESS (its PIRProcessDatabase) add the reference's service to
@@ -84,8 +84,8 @@ print(result['lookups'] * 2, result['mismatches'])"
   fi
 }
 
-echo "| round | server | shard bytes held (MiB) | peak while loading (MiB) | RSS loaded (MiB) | anon | file | RSS right after the run (MiB) | anon | file | RSS ${idle} s later (MiB) | anon | requests | wrong | server CPU ms/request |"
-echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| round | server | shard bytes held (MiB) | peak while loading (MiB) | RSS loaded (MiB) | anon | file | peak during the run (MiB) | RSS right after the run (MiB) | anon | file | RSS ${idle} s later (MiB) | anon | requests | wrong | server CPU ms/request |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq 1 "$rounds"); do
   for b in "${servers[@]}"; do
     if [ "$b" = reference ]; then
@@ -118,16 +118,25 @@ for round in $(seq 1 "$rounds"); do
     peak=$(hwm "$server")
     loaded=$(rss "$server")
     cpu0=$(cpu "$server")
+    # The run's peak: VmRSS sampled every 0.1 s while the phones look up (VmHWM holds the load's peak).
+    echo 0 > "$work/run-peak"
+    ( peak_kib=0; while kill -0 "$server" 2>/dev/null; do
+        now_kib=$(awk '/^VmRSS/ {print $2}' "/proc/$server/status" 2>/dev/null || echo 0)
+        [ "${now_kib:-0}" -gt "$peak_kib" ] && peak_kib=$now_kib && echo "$peak_kib" > "$work/run-peak"
+        sleep 0.1; done ) &
+    sampler=$!
     read -r requests wrong < <(load)
     cpu1=$(cpu "$server")
     after=$(rss "$server")
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+    run_peak=$(( $(cat "$work/run-peak") / 1024 ))
     # Idle: an idle process gives its kept query buffers back after a quiet time (the allocator's release thread).
     sleep "$idle"
     settled=$(rss "$server")
     ms=$(python3 -c "print(round(($cpu1 - $cpu0) * 1000 / $(getconf CLK_TCK) / max($requests, 1), 1))")
     l=($loaded); a=($after); i=($settled)
-    printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$round" "$(basename "$b")" "$held" "$peak" \
-      "${l[0]#*=}" "${l[1]#*=}" "${l[2]#*=}" "${a[0]#*=}" "${a[1]#*=}" "${a[2]#*=}" "${i[0]#*=}" "${i[1]#*=}" "$requests" "$wrong" "$ms"
+    printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$round" "$(basename "$b")" "$held" "$peak" \
+      "${l[0]#*=}" "${l[1]#*=}" "${l[2]#*=}" "$run_peak" "${a[0]#*=}" "${a[1]#*=}" "${a[2]#*=}" "${i[0]#*=}" "${i[1]#*=}" "$requests" "$wrong" "$ms"
     kill "$server"; wait "$server" 2>/dev/null || true; server=""
   done
 done

@@ -75,4 +75,58 @@ struct KernelPathTests {
             }
         }
     }
+
+    /// A query's first-dimension columns written over its own row selectors: the words must be the ones the columns
+    /// buffer gets, and the selectors the pass does not overwrite must be left as they were.
+    @Test("Each column lands over its row selector word for word, for one query and a batch, on 1 and 2 threads")
+    func columnsMatchBuffer() throws {
+        var rng = TestRandom()
+        let numbers = ProcessingRoundTripTests.phoneNumbers(8_000, using: &rng)
+        // 128-byte values: more than four columns per call (two kernel groups), fewer than the rows.
+        let rows = numbers.map { (keyword: Array($0.utf8), value: (0..<128).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
+        let options = ProcessingOptions(encryption: EncryptionParameters(.n_4096_logq_27_28_28_logt_5))
+        let context = try Context(parameters: options.encryption)
+        let entries = try KeywordDatabaseProcessor.shard(rows: rows, shardCount: 1, sharding: .sha256)[0]
+        let shard = try KeywordDatabaseProcessor.process(shard: 0, entries: entries, options: options, maxValueLength: 128,
+                                                         context: context)
+        let p = shard.parameters
+        let (d0, d1) = (p.dimensions[0], p.dimensions[1])
+        print("dimensions \(p.dimensions), \(p.batchSize) calls, \(p.chunkCount) chunk(s)")
+        let server = try MulPirServer(context: context, database: shard.database, threads: 1)
+        guard case .narrow(let matrix) = server.tables[0] else { Issue.record("no 32-bit matrix"); return }
+        let half = context.ciphertextContext.rowCount * context.degree
+        let moduli = context.ciphertextContext.moduli.map { UInt32($0.value) }
+        for threads in [1, 2] {
+            let first = FirstDimension(context: context, parameters: p, threads: threads)
+            #expect(first.columnsFitOverSelectors() && d1 > 4 && d1 < d0)
+            for batch in [1, 3] {
+                // Random reduced selector words for `batch` queries, each with selectors for two calls' rows.
+                let leaves = 2 * d0 + 1
+                let queries = try (0..<batch).map { _ in try SelectorWords(count: leaves, leafWords: 2 * half) }
+                for words in queries {
+                    for k in 0..<leaves {
+                        let leaf = words.leaf(k)
+                        for i in 0..<(2 * half) { leaf[i] = UInt32.random(in: 0..<moduli[(i % half) / context.degree], using: &rng) }
+                    }
+                }
+                let before = queries.map { w in (0..<leaves).map { w.words($0) } }
+                // Call j's row selectors start at leaf j · d0.
+                let pairs = queries.flatMap { w in [(w, 0), (w, d0)] }
+                let scan = try ScanSelectors(pairs.map { ($0.0, $0.1) }, rows: d0, half: half)
+                let buffer = try first.computeWords(selectors: scan, matrix: matrix, chunk: 0)
+                try first.computeOverSelectors(selectors: scan, matrix: matrix, chunk: 0)
+                for (k, (words, firstLeaf)) in pairs.enumerated() {
+                    for c in 0..<d1 {
+                        #expect(words.words(firstLeaf + c) == Array(buffer[k][c]), "\(threads) threads, batch \(batch), pair \(k), column \(c)")
+                    }
+                }
+                // The rest of each query's leaves are untouched: the rows past d1 and the leaf no pass reads.
+                for (q, words) in queries.enumerated() {
+                    for k in 0..<leaves where !(k < d1 || (k >= d0 && k < d0 + d1)) {
+                        #expect(words.words(k) == before[q][k], "leaf \(k) of query \(q) changed")
+                    }
+                }
+            }
+        }
+    }
 }

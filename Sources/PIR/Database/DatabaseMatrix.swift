@@ -99,5 +99,6 @@ struct ScanBuffers: @unchecked Sendable {
     let matrix: UnsafePointer<UInt32>
     let present: UnsafePointer<UInt8>
     let selectors: ScanSelectors
-    let output: UnsafeMutablePointer<UInt32>
+    /// The columns buffer; nil when the columns go over the row selectors.
+    let output: UnsafeMutablePointer<UInt32>?
 }

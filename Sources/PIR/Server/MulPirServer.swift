@@ -231,14 +231,21 @@ public struct MulPirServer: Sendable {
         timings.expansion += lap()
         // 2. First dimension, one pass per sub-table for every (query, call) pair reading it; columns stay
         //    32-bit evaluation-form words.
+        //    With one chunk, each call's columns are written over its row selectors, which the pass has finished
+        //    reading (`computeOverSelectors`): a query then holds no column buffer beside its selectors.
         let passes = self.passes
         let first = FirstDimension(context: context, parameters: p, threads: threads)
+        let overSelectors = first.columnsFitOverSelectors()
         var columns = [[[[ArraySlice<UInt32>]]]](repeating: [], count: queries.count)  // [query][j][chunk][column]
         for i in columns.indices { columns[i] = Array(repeating: [], count: p.batchSize) }
         for calls in passes {
             guard case .narrow(let matrix) = tables.count == 1 ? tables[0] : tables[calls[0]] else { continue }
             let pairs = queries.indices.flatMap { i in calls.map { j in (i, j) } }
             let selectors = try ScanSelectors(pairs.map { i, j in (expanded[i], j * s) }, rows: d0, half: half)
+            if overSelectors {
+                try first.computeOverSelectors(selectors: selectors, matrix: matrix, chunk: 0)
+                continue
+            }
             for chunk in 0..<p.chunkCount {
                 let result = try first.computeWords(selectors: selectors, matrix: matrix, chunk: chunk)
                 for (k, (i, j)) in pairs.enumerated() { columns[i][j].append(result[k]) }
@@ -255,17 +262,23 @@ public struct MulPirServer: Sendable {
         let replies = try concurrentMap(queries.count * calls) { task in
             let (i, j) = (task / calls, task % calls)
             let selectors = ((j * s + d0)..<((j + 1) * s)).map { SelectorLeaf(words: expanded[i], index: $0) }
+            // Σ selector ⊗ column over the call's columns, one scaling, one relinearization.
+            func product<Column: CiphertextWords>(_ cols: [Column]) throws -> Ciphertext {
+                let pairs = zip(selectors, cols).map { (a: $0, aEval: true, b: $1, bEval: true) }
+                let sum = try sumOfProducts(pairs) { try context.multiplyAccumulate(words: $0) }
+                return try kernel.relinearize(sum, key: queries[i].evaluationKey, context: context,
+                                              scratch: kernel.makeScratch())
+            }
             return try (0..<p.chunkCount).map { chunk in
-                let cols = firstDimension[i][j][chunk]
                 let reply: Ciphertext
-                if twoDimensional {
-                    let pairs = zip(selectors, cols).map { (a: $0, aEval: true, b: $1, bEval: true) }
-                    let product = try sumOfProducts(pairs) { try context.multiplyAccumulate(words: $0) }
-                    reply = try kernel.relinearize(product, key: queries[i].evaluationKey, context: context,
-                                                   scratch: kernel.makeScratch())
+                if overSelectors {
+                    // Column c lies over row selector c of this call.
+                    reply = try product((0..<p.dimensions[1]).map { SelectorLeaf(words: expanded[i], index: j * s + $0) })
+                } else if twoDimensional {
+                    reply = try product(firstDimension[i][j][chunk])
                 } else {
-                    reply = try kernel.ciphertext(words: Array(cols[0]), format: .eval, context: context)
-                        .converted(to: .coeff)
+                    reply = try kernel.ciphertext(words: Array(firstDimension[i][j][chunk][0]), format: .eval,
+                                                  context: context).converted(to: .coeff)
                 }
                 return try context.modSwitchDownToSingle(reply)
             }
