@@ -1,7 +1,8 @@
 /// The row selectors one database pass reads, left where the query expansion wrote them: for each stream
 /// (pair · 2 + polynomial) the first word of its row 0, the rows `rowStride` words apart.
 ///
-/// Holding the `SelectorWords` keeps the addresses valid for as long as the pass runs; the words are only read.
+/// Holding the `SelectorWords` keeps the addresses valid for as long as the pass runs; the pass reads the words, and
+/// `FirstDimension.computeOverSelectors` writes its columns over them once each task has read its part.
 struct ScanSelectors: @unchecked Sendable {
     /// The allocations the addresses point into.
     let owners: [SelectorWords]

@@ -7,7 +7,9 @@ import CKernels
 /// Leaf `k` starts at `k · stride` words; `stride` is the leaf's `2 polynomials × RNS rows × N` words plus a
 /// 256-byte pad, so the scan's reads of one coefficient block of every row (leaves apart by a power of two
 /// without it) spread over the cache sets instead of competing for a few. Each leaf is written by one thread
-/// before any reader starts, and only read afterwards, which is what makes sharing the words between threads safe.
+/// before any reader starts; the first dimension's tasks then read the row selectors and write their columns over
+/// them, each task only in its own RNS row and blocks, before the second dimension reads. No two threads touch the
+/// same words at once, which is what makes sharing them safe.
 final class SelectorWords: @unchecked Sendable {
     /// Leaves.
     let count: Int
