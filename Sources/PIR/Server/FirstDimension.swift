@@ -147,10 +147,13 @@ struct FirstDimension {
         let barrett = UInt64.max / q.value
         let bases = buffers.selectors.bases
         let selectorRowStride = buffers.selectors.rowStride
-        // Output addressing: into the columns buffer, or into the staging buffer of this task's blocks.
+        // Output addressing: into the columns buffer (row r's words), or into the staging buffer of this task's
+        // blocks (its first block at word 0); block b of column `col` then starts at `col · columnStride + origin +
+        // b · width` either way.
         let span = blocks.count * width
-        let (pairStride, polyStride, columnStride): (Int, Int, Int) = buffers.output != nil
-            ? (d1 * 2 * rowStride, rowStride, 2 * rowStride) : (2 * d1 * span, d1 * span, span)
+        let (pairStride, polyStride, columnStride, origin): (Int, Int, Int, Int) = buffers.output != nil
+            ? (d1 * 2 * rowStride, rowStride, 2 * rowStride, r * n)
+            : (2 * d1 * span, d1 * span, span, -blocks.lowerBound * width)
         guard let target = buffers.output ?? staging else { return }
         withUnsafeTemporaryAllocation(of: UnsafePointer<UInt32>?.self, capacity: streams) { sel in
             guard let table = sel.baseAddress else { return }
@@ -162,9 +165,7 @@ struct FirstDimension {
                 for b in blocks {
                     let pt = buffers.matrix.advanced(by: matrix.blockOffset(column: column, row: r, block: b))
                     for s in 0..<streams { table[s] = bases[s] + (r * n + b * width) }
-                    let out = buffers.output != nil
-                        ? target.advanced(by: col * columnStride + r * n + b * width)
-                        : target.advanced(by: col * columnStride + (b - blocks.lowerBound) * width)
+                    let out = target.advanced(by: col * columnStride + origin + b * width)
                     cv_scan_columns32(out, pairStride, polyStride, columnStride, pt, matrix.columnStride,
                                       present, d0, columns, d0, table, selectorRowStride, streams, q32, barrett,
                                       lazyTerms)
