@@ -1,9 +1,11 @@
 // A query's expanded selectors (about 8 MiB at Live Caller ID dimensions), kept out of the malloc heap. In the heap,
 // each query's block is freed among the smaller buffers other queries still hold, and the next query's block rarely
 // fits the hole it left: with two queries computing at once the heap grew to twice what they held. Here each block
-// is a mapping of its own, and a finished query's mapping is kept, resident, for the next query, but only as many as
-// were ever in use at once since the last idle release (kept and in use together never exceed that), the largest
-// ones, so a kept block fits any later query of the same shards. Once no query holds one, only the largest stays.
+// is a mapping of its own, backed by transparent huge pages where the kernel allows and faulted in by one call, so a
+// new one costs a few huge-page faults and the zeroing rather than two thousand small faults. While other queries
+// still hold theirs, a finished query's mapping is kept for the next one, but only as many as were ever in use at once
+// since the last drain (kept and in use together never exceed that), the largest ones. Once no query holds one, all
+// go back, as the reference's allocator returns a query's memory when it ends: nothing of a burst outlasts it.
 #define _GNU_SOURCE
 #include "CKernels.h"
 #include "Pages.h"
@@ -17,6 +19,12 @@
 #endif
 
 #define CV_QUERY_POOL_MAX 64
+
+#if defined(MADV_POPULATE_WRITE)
+#define CV_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define CV_MADV_POPULATE_WRITE 23  // Linux 5.14's value, for older headers
+#endif
 
 static pthread_mutex_t cv_query_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *cv_query_pool_ptr[CV_QUERY_POOL_MAX];
@@ -47,9 +55,11 @@ void *cv_query_buffer_alloc(size_t bytes, size_t *length) {
     pthread_mutex_unlock(&cv_query_pool_lock);
     *length = wanted;
 #if defined(__linux__)
-    // Faulted in by one call rather than a page at a time as the expansion writes it.
-    void *p = mmap(0, wanted, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (p == MAP_FAILED) p = 0;
+    // Huge pages from a 2 MiB boundary, whole small pages long (`cv_huge_alloc`, so `wanted` is its length), faulted
+    // in by one call rather than a page at a time as the expansion writes it. A kernel without MADV_POPULATE_WRITE
+    // (before 5.14) refuses the advice and the pages fault in as they are written.
+    void *p = cv_huge_alloc(bytes);
+    if (p) madvise(p, wanted, CV_MADV_POPULATE_WRITE);
 #else
     void *p = malloc(wanted);
 #endif
@@ -68,25 +78,15 @@ void cv_query_buffer_free(void *p, size_t length) {
     pthread_mutex_lock(&cv_query_pool_lock);
     if (cv_query_live > 0) cv_query_live--;
     if (cv_query_live == 0) {
-        // No query holds one any more: the largest of this mapping and the kept ones stays for the next query, the
-        // rest go now rather than at the idle release, so a burst's mappings do not outlast it.
+        // No query holds one any more: this mapping and the kept ones go now rather than at the idle release, so a
+        // burst's memory does not outlast it, and the count of the most in use at once starts afresh.
         void *ptrs[CV_QUERY_POOL_MAX];
         size_t lens[CV_QUERY_POOL_MAX];
         const int count = cv_take_kept(cv_query_pool_ptr, cv_query_pool_len, &cv_query_pool_count, ptrs, lens);
-        for (int i = 0; i < count; i++) {
-            if (lens[i] > length) {
-                void *q = p;
-                size_t n = length;
-                p = ptrs[i], length = lens[i];
-                ptrs[i] = q, lens[i] = n;
-            }
-        }
-        cv_query_pool_ptr[0] = p;
-        cv_query_pool_len[0] = length;
-        cv_query_pool_count = 1;
-        cv_query_high = 1;
+        cv_query_high = 0;
         pthread_mutex_unlock(&cv_query_pool_lock);
         for (int i = 0; i < count; i++) cv_unmap_pages(ptrs[i], lens[i]);
+        cv_unmap_pages(p, length);
         return;
     }
     if (cv_query_pool_count + cv_query_live < cv_query_high && cv_query_pool_count < CV_QUERY_POOL_MAX) {

@@ -19,8 +19,8 @@ final class SelectorWords: @unchecked Sendable {
     let stride: Int
     /// The words (unspecified until the leaves are written), on a page boundary.
     let pointer: UnsafeMutablePointer<UInt32>
-    /// The mapping `pointer` lies in (`cv_query_buffer_alloc`: outside the malloc heap, and a finished query's
-    /// mapping serves a later one without faulting in again), and its length in bytes.
+    /// The mapping `pointer` lies in (`cv_query_buffer_alloc`: outside the malloc heap, on huge pages, and returned
+    /// to the kernel once no query holds one), and its length in bytes.
     private let allocation: UnsafeMutableRawPointer
     private let allocationBytes: Int
 
