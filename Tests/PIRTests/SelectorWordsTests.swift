@@ -2,7 +2,8 @@ import CKernels
 @testable import PIR
 import Testing
 
-/// A query's selector mapping that the host cannot give is a typed error, not a crash, and leaves the pool as it was.
+/// A query's selector mapping that the host cannot give is a typed error, not a crash, and leaves the pool as it was;
+/// one it gives is on huge pages where the kernel offers them.
 @Suite("Selector words")
 struct SelectorWordsTests {
     @Test("Selectors larger than the address space throw outOfMemory and keep nothing")
@@ -20,4 +21,19 @@ struct SelectorWordsTests {
         let words = try SelectorWords(count: 4, leafWords: leafWords)  // the pool still serves
         #expect(words.count == 4)
     }
+
+    #if os(Linux)
+    @Test("A query's selector mapping is on huge pages where the kernel offers them")
+    func hugePages() throws {
+        let mode = (try? String(contentsOfFile: "/sys/kernel/mm/transparent_hugepage/enabled", encoding: .utf8)) ?? ""
+        let leafWords = 2 * 2 * 4096
+        let words = try SelectorWords(count: 128, leafWords: leafWords)  // 8 MiB: at least three whole 2 MiB pages
+        let address = UInt(bitPattern: words.pointer)
+        let mapping = StartupPagesTests.mappings().first { $0.start <= address && address < $0.end }
+        print("selector mapping: \(mapping?.anonHugePagesKiB ?? -1) KiB of huge pages; the kernel's mode: \(mode)")
+        if mode.contains("[always]") || mode.contains("[madvise]") {
+            #expect((mapping?.anonHugePagesKiB ?? 0) >= 2048)
+        }
+    }
+    #endif
 }

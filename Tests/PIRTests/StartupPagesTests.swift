@@ -10,13 +10,14 @@ import Testing
 /// child process of its own (an exit test): the release is process-wide and once per process.
 @Suite("Start-up page release")
 struct StartupPagesTests {
-    /// One mapping of `/proc/self/smaps`: its range, permissions, path and resident KiB.
+    /// One mapping of `/proc/self/smaps`: its range, permissions, path, resident KiB and transparent huge pages.
     struct Mapping {
         var start: UInt
         var end: UInt
         var permissions: String
         var path: String
         var residentKiB = 0
+        var anonHugePagesKiB = 0
     }
 
     /// This process's mappings, read to the end: procfs reports no size, and a sized read stops after one page.
@@ -33,6 +34,8 @@ struct StartupPagesTests {
                                       path: fields.count > 5 ? fields[5...].joined(separator: " ") : ""))
             } else if line.hasPrefix("Rss:"), !result.isEmpty {
                 result[result.count - 1].residentKiB = Int(fields.dropFirst().first ?? "") ?? 0
+            } else if line.hasPrefix("AnonHugePages:"), !result.isEmpty {
+                result[result.count - 1].anonHugePagesKiB = Int(fields.dropFirst().first ?? "") ?? 0
             }
         }
         return result

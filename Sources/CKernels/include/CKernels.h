@@ -58,8 +58,8 @@ size_t cv_key_buffer_pooled_bytes(void);
 void cv_key_buffer_drain(void);
 
 /// Memory for one query's expanded selectors, outside the malloc heap: the smallest kept mapping that holds `bytes`,
-/// or a new one on huge pages where the kernel allows, faulted in at once. Sets `*length` to the mapping's length, which `cv_query_buffer_free` takes back.
-/// Contents unspecified; NULL on failure.
+/// or a new one on huge pages where the kernel allows, faulted in at once. Sets `*length` to the mapping's length,
+/// which `cv_query_buffer_free` takes back. Contents unspecified; NULL on failure.
 void *cv_query_buffer_alloc(size_t bytes, size_t *length);
 /// Returns a query's memory: kept for a later query while the kept and the in-use mappings together number fewer
 /// than the most ever in use at once since the last drain (when that many are kept, the larger of it and the smallest
