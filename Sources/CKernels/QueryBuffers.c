@@ -4,15 +4,19 @@
 // is a mapping of its own, backed by transparent huge pages where the kernel allows and faulted in by one call, so a
 // new one costs a few huge-page faults and the zeroing rather than two thousand small faults. While other queries
 // still hold theirs, a finished query's mapping is kept for the next one, but only as many as were ever in use at once
-// since the last drain (kept and in use together never exceed that), the largest ones. Once no query holds one, all
-// go back, as the reference's allocator returns a query's memory when it ends: nothing of a burst outlasts it.
+// since the last drain (kept and in use together never exceed that), the largest ones. Once no query holds one, the
+// largest stays for a short grace time (`cv_set_query_keep_ms`, 20 ms by default) and the others go at once: queries
+// back to back (a saturated worker) reuse it instead of faulting in and zeroing a fresh one each time, and when no
+// query follows within the grace time it goes too, so nothing of a burst outlasts it by more than that.
 #define _GNU_SOURCE
 #include "CKernels.h"
 #include "Pages.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <time.h>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -32,10 +36,82 @@ static size_t cv_query_pool_len[CV_QUERY_POOL_MAX];
 static int cv_query_pool_count = 0;
 static int cv_query_live = 0;   // mappings handed out and not yet returned
 static int cv_query_high = 0;   // most of them out at once since the last drain
+static atomic_uint cv_query_keep_ms = 20;
+// The grace time's release: armed (with its deadline) by the last mapping returned while none is in use, disarmed by
+// the next query; a thread of its own, started with the first grace time, unmaps what is kept once the deadline
+// passes still armed.
+static pthread_cond_t cv_query_release_cond;
+static int cv_query_release_armed = 0;
+static struct timespec cv_query_release_deadline;
+static int cv_query_release_thread = 0;
+
+unsigned cv_set_query_keep_ms(unsigned ms) { return atomic_exchange(&cv_query_keep_ms, ms); }
+
+static void *cv_query_releaser(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&cv_query_pool_lock);
+    for (;;) {
+        while (!cv_query_release_armed) pthread_cond_wait(&cv_query_release_cond, &cv_query_pool_lock);
+        const struct timespec deadline = cv_query_release_deadline;
+        if (pthread_cond_timedwait(&cv_query_release_cond, &cv_query_pool_lock, &deadline) == 0) continue;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const struct timespec due = cv_query_release_deadline;
+        if (!cv_query_release_armed || cv_query_live > 0 || now.tv_sec < due.tv_sec ||
+            (now.tv_sec == due.tv_sec && now.tv_nsec < due.tv_nsec)) continue;
+        void *ptrs[CV_QUERY_POOL_MAX];
+        size_t lens[CV_QUERY_POOL_MAX];
+        const int count = cv_take_kept(cv_query_pool_ptr, cv_query_pool_len, &cv_query_pool_count, ptrs, lens);
+        cv_query_release_armed = 0;
+        cv_query_high = 0;
+        pthread_mutex_unlock(&cv_query_pool_lock);
+        for (int i = 0; i < count; i++) cv_unmap_pages(ptrs[i], lens[i]);
+        pthread_mutex_lock(&cv_query_pool_lock);
+    }
+    return 0;
+}
+
+// Arms the grace time's release (under the pool's lock); 0 where its thread cannot be had, and then the caller
+// unmaps at once.
+static int cv_arm_query_release(unsigned ms) {
+    if (!cv_query_release_thread) {
+        pthread_condattr_t attributes;
+        pthread_condattr_init(&attributes);
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+        pthread_cond_init(&cv_query_release_cond, &attributes);
+        pthread_condattr_destroy(&attributes);
+        pthread_t thread;
+        pthread_attr_t thread_attributes;
+        pthread_attr_init(&thread_attributes);
+        pthread_attr_setstacksize(&thread_attributes, 64 * 1024);
+        pthread_attr_setdetachstate(&thread_attributes, PTHREAD_CREATE_DETACHED);
+        const int started = pthread_create(&thread, &thread_attributes, cv_query_releaser, 0) == 0;
+        pthread_attr_destroy(&thread_attributes);
+        if (!started) {
+            pthread_cond_destroy(&cv_query_release_cond);
+            return 0;
+        }
+        pthread_setname_np(thread, "callveil-query");
+        cv_query_release_thread = 1;
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    cv_query_release_deadline = deadline;
+    cv_query_release_armed = 1;
+    pthread_cond_signal(&cv_query_release_cond);
+    return 1;
+}
 
 void *cv_query_buffer_alloc(size_t bytes, size_t *length) {
     const size_t wanted = cv_page_length(bytes);
     pthread_mutex_lock(&cv_query_pool_lock);
+    cv_query_release_armed = 0;
     cv_query_live++;
     if (cv_query_live > cv_query_high) cv_query_high = cv_query_live;
     // The smallest kept mapping that holds the request.
@@ -64,8 +140,11 @@ void *cv_query_buffer_alloc(size_t bytes, size_t *length) {
     void *p = malloc(wanted);
 #endif
     if (!p) {
+        // None given: as if the query had not started, the kept mapping's grace time runs again when none is in use.
         pthread_mutex_lock(&cv_query_pool_lock);
         cv_query_live--;
+        const unsigned keep = atomic_load(&cv_query_keep_ms);
+        if (cv_query_live == 0 && cv_query_pool_count > 0 && keep > 0) cv_arm_query_release(keep);
         pthread_mutex_unlock(&cv_query_pool_lock);
     }
     return p;
@@ -78,15 +157,34 @@ void cv_query_buffer_free(void *p, size_t length) {
     pthread_mutex_lock(&cv_query_pool_lock);
     if (cv_query_live > 0) cv_query_live--;
     if (cv_query_live == 0) {
-        // No query holds one any more: this mapping and the kept ones go now rather than at the idle release, so a
-        // burst's memory does not outlast it, and the count of the most in use at once starts afresh.
-        void *ptrs[CV_QUERY_POOL_MAX];
-        size_t lens[CV_QUERY_POOL_MAX];
-        const int count = cv_take_kept(cv_query_pool_ptr, cv_query_pool_len, &cv_query_pool_count, ptrs, lens);
+        // No query holds one any more: the kept ones go now rather than at the idle release, so a burst's memory does
+        // not outlast it, and the count of the most in use at once starts afresh. The largest of them and this one
+        // stays for the grace time, for a query that follows at once.
+        void *ptrs[CV_QUERY_POOL_MAX + 1];
+        size_t lens[CV_QUERY_POOL_MAX + 1];
+        int count = cv_take_kept(cv_query_pool_ptr, cv_query_pool_len, &cv_query_pool_count, ptrs, lens);
+        ptrs[count] = p;
+        lens[count] = length;
+        count++;
         cv_query_high = 0;
+        const unsigned keep = atomic_load(&cv_query_keep_ms);
+        if (keep > 0) {
+            int largest = 0;
+            for (int i = 1; i < count; i++) {
+                if (lens[i] > lens[largest]) largest = i;
+            }
+            if (cv_arm_query_release(keep)) {
+                cv_query_pool_ptr[0] = ptrs[largest];
+                cv_query_pool_len[0] = lens[largest];
+                cv_query_pool_count = 1;
+                cv_query_high = 1;
+                count--;
+                ptrs[largest] = ptrs[count];
+                lens[largest] = lens[count];
+            }
+        }
         pthread_mutex_unlock(&cv_query_pool_lock);
         for (int i = 0; i < count; i++) cv_unmap_pages(ptrs[i], lens[i]);
-        cv_unmap_pages(p, length);
         return;
     }
     if (cv_query_pool_count + cv_query_live < cv_query_high && cv_query_pool_count < CV_QUERY_POOL_MAX) {
@@ -125,6 +223,7 @@ void cv_query_buffer_drain(void) {
     pthread_mutex_lock(&cv_query_pool_lock);
     const int count = cv_take_kept(cv_query_pool_ptr, cv_query_pool_len, &cv_query_pool_count, ptrs, lens);
     cv_query_high = cv_query_live;
+    cv_query_release_armed = 0;
     pthread_mutex_unlock(&cv_query_pool_lock);
     for (int i = 0; i < count; i++) cv_unmap_pages(ptrs[i], lens[i]);
 }

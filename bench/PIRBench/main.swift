@@ -5,11 +5,13 @@
 //
 //   PIRBench [--rows N] [--value-bytes B] [--queries Q] [--threads 1,2] [--batches 1,8] [--bandwidth]
 //            [--seed S] [--rows-out FILE] [--rows-in FILE] [--key-compression none|hybrid|maximum]
-//            [--server-loop N] [--interleave]
+//            [--server-loop N] [--interleave] [--query-keep-ms MS]
 //
 // --rows-out writes the shard's rows (`RowsFile`) and exits, so both this and another implementation can answer
 // the same shard; --rows-in reads them instead of generating. --server-loop answers one query N times and prints only the
 // server's time (for perf and callgrind). --interleave speaks the line protocol of `bench/interleave.py`.
+// --query-keep-ms sets how long a query's selector mapping stays for the next one (`setQueryMappingGrace`; 0: the
+// policy that unmaps it as the query ends), to compare the two in one build.
 import BFV
 import Dispatch
 import Foundation
@@ -55,6 +57,9 @@ while let flag = args.next() {
     case "--rows-in": options.rowsIn = value
     case "--rows-out": options.rowsOut = value
     case "--server-loop": options.serverLoop = list.first ?? 0
+    case "--query-keep-ms":
+        guard let ms = list.first, ms >= 0 else { fail("--query-keep-ms takes milliseconds") }
+        MulPirServer.setQueryMappingGrace(milliseconds: ms)
     case "--key-compression":
         guard let compression = KeyCompression(rawValue: value) else { fail("key compression none|hybrid|maximum") }
         options.keyCompression = compression

@@ -63,8 +63,12 @@ void cv_key_buffer_drain(void);
 void *cv_query_buffer_alloc(size_t bytes, size_t *length);
 /// Returns a query's memory: kept for a later query while the kept and the in-use mappings together number fewer
 /// than the most ever in use at once since the last drain (when that many are kept, the larger of it and the smallest
-/// kept one stays), else unmapped. The last one returned while none is in use unmaps it and every kept one.
+/// kept one stays), else unmapped. The last one returned while none is in use unmaps every kept one but the largest of
+/// them and it, which stays for the grace time (`cv_set_query_keep_ms`) and goes then unless a query took it.
 void cv_query_buffer_free(void *p, size_t length);
+/// Sets how long the last query mapping returned while none is in use stays for the next query (20 ms by default;
+/// 0: unmapped at once); returns the previous value.
+unsigned cv_set_query_keep_ms(unsigned ms);
 /// Bytes of kept query memory (tests and metrics).
 size_t cv_query_buffer_pooled_bytes(void);
 /// Unmaps every kept query buffer and starts counting the most in use at once afresh (the idle release does this).
