@@ -71,9 +71,14 @@ static void *cv_query_releaser(void *unused) {
     return 0;
 }
 
-// Arms the grace time's release (under the pool's lock); 0 where its thread cannot be had, and then the caller
-// unmaps at once.
+// Arms the grace time's release (under the pool's lock); 0 where its thread cannot be had (or off Linux, whose
+// monotonic condition clock it uses), and then the caller unmaps at once.
 static int cv_arm_query_release(unsigned ms) {
+#if !defined(__linux__)
+    (void)ms;
+    (void)cv_query_releaser;
+    return 0;
+#else
     if (!cv_query_release_thread) {
         pthread_condattr_t attributes;
         pthread_condattr_init(&attributes);
@@ -106,6 +111,7 @@ static int cv_arm_query_release(unsigned ms) {
     cv_query_release_armed = 1;
     pthread_cond_signal(&cv_query_release_cond);
     return 1;
+#endif
 }
 
 void *cv_query_buffer_alloc(size_t bytes, size_t *length) {
