@@ -164,8 +164,8 @@ void cv_query_buffer_free(void *p, size_t length) {
     if (cv_query_live > 0) cv_query_live--;
     if (cv_query_live == 0) {
         // No query holds one any more: the kept ones go now rather than at the idle release, so a burst's memory does
-        // not outlast it, and the count of the most in use at once starts afresh. The largest of them and this one
-        // stays for the grace time, for a query that follows at once.
+        // not outlast it, and the count of the most in use at once starts afresh. The largest of these (the kept ones
+        // and this one) stays for the grace time, for a query that follows at once.
         void *ptrs[CV_QUERY_POOL_MAX + 1];
         size_t lens[CV_QUERY_POOL_MAX + 1];
         int count = cv_take_kept(cv_query_pool_ptr, cv_query_pool_len, &cv_query_pool_count, ptrs, lens);

@@ -19,7 +19,8 @@ struct SelectorWordsTests {
             do { _ = try SelectorWords(count: count, leafWords: leafWords) } catch { code = (error as? PIRError)?.code }
             let keptAfter = cv_query_buffer_pooled_bytes()
             let words = try? SelectorWords(count: 4, leafWords: leafWords)  // the pool still serves
-            print("error \(String(describing: code)); kept \(kept) B before, \(keptAfter) B after; then \(words?.count ?? 0) leaves")
+            print("error \(String(describing: code)); kept \(kept) B before, \(keptAfter) B after; "
+                  + "then \(words?.count ?? 0) leaves")
             exit(code == .outOfMemory && keptAfter == kept && words?.count == 4 ? 0 : 1)
         }
     }
