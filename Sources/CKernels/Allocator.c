@@ -80,16 +80,7 @@ void cv_tune_allocator(void) {
     int start = !cv_allocator_tuned;
     cv_allocator_tuned = 1;
     pthread_mutex_unlock(&cv_allocator_lock);
-    if (start) {
-        pthread_t thread;
-        pthread_attr_t attributes;
-        pthread_attr_init(&attributes);
-        pthread_attr_setstacksize(&attributes, 64 * 1024);
-        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-        // A thread name has at most 15 characters; a longer one is refused and the thread stays "callveil".
-        if (pthread_create(&thread, &attributes, cv_idle_releaser, 0) == 0) pthread_setname_np(thread, "callveil-trim");
-        pthread_attr_destroy(&attributes);
-    }
+    if (start) cv_start_release_thread(cv_idle_releaser, "callveil-trim");
 #endif
 }
 

@@ -1,8 +1,9 @@
-// Whole small pages, the size of an anonymous mapping of a given length, and the emptying of a pool of kept
-// mappings (internal to the kernels).
+// Whole small pages, the size of an anonymous mapping of a given length, the emptying of a pool of kept mappings and
+// the start of the threads that give them back (internal to the kernels).
 #ifndef CKERNELS_PAGES_H
 #define CKERNELS_PAGES_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #if defined(__linux__)
@@ -39,5 +40,21 @@ static inline int cv_take_kept(void **pool_ptr, size_t *pool_len, int *count, vo
     *count = 0;
     return n;
 }
+
+#if defined(__linux__)
+/// Starts `body` on a detached thread with a 64 KiB stack, named `name` (at most 15 characters: a longer name is
+/// refused and the thread keeps the process's); 1 when it started.
+static inline int cv_start_release_thread(void *(*body)(void *), const char *name) {
+    pthread_t thread;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    const int started = pthread_create(&thread, &attributes, body, 0) == 0;
+    pthread_attr_destroy(&attributes);
+    if (started) pthread_setname_np(thread, name);
+    return started;
+}
+#endif
 
 #endif

@@ -40,12 +40,14 @@ static atomic_uint cv_query_keep_ms = 20;
 // The grace time's release: armed (with its deadline) by the last mapping returned while none is in use, disarmed by
 // the next query; a thread of its own, started with the first grace time, unmaps what is kept once the deadline
 // passes still armed.
-static pthread_cond_t cv_query_release_cond;
 static int cv_query_release_armed = 0;
-static struct timespec cv_query_release_deadline;
-static int cv_query_release_thread = 0;
 
 unsigned cv_set_query_keep_ms(unsigned ms) { return atomic_exchange(&cv_query_keep_ms, ms); }
+
+#if defined(__linux__)
+static pthread_cond_t cv_query_release_cond;
+static struct timespec cv_query_release_deadline;
+static int cv_query_release_thread = 0;
 
 static void *cv_query_releaser(void *unused) {
     (void)unused;
@@ -74,29 +76,16 @@ static void *cv_query_releaser(void *unused) {
 // Arms the grace time's release (under the pool's lock); 0 where its thread cannot be had (or off Linux, whose
 // monotonic condition clock it uses), and then the caller unmaps at once.
 static int cv_arm_query_release(unsigned ms) {
-#if !defined(__linux__)
-    (void)ms;
-    (void)cv_query_releaser;
-    return 0;
-#else
     if (!cv_query_release_thread) {
         pthread_condattr_t attributes;
         pthread_condattr_init(&attributes);
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
         pthread_cond_init(&cv_query_release_cond, &attributes);
         pthread_condattr_destroy(&attributes);
-        pthread_t thread;
-        pthread_attr_t thread_attributes;
-        pthread_attr_init(&thread_attributes);
-        pthread_attr_setstacksize(&thread_attributes, 64 * 1024);
-        pthread_attr_setdetachstate(&thread_attributes, PTHREAD_CREATE_DETACHED);
-        const int started = pthread_create(&thread, &thread_attributes, cv_query_releaser, 0) == 0;
-        pthread_attr_destroy(&thread_attributes);
-        if (!started) {
+        if (!cv_start_release_thread(cv_query_releaser, "callveil-query")) {
             pthread_cond_destroy(&cv_query_release_cond);
             return 0;
         }
-        pthread_setname_np(thread, "callveil-query");
         cv_query_release_thread = 1;
     }
     struct timespec deadline;
@@ -111,8 +100,13 @@ static int cv_arm_query_release(unsigned ms) {
     cv_query_release_armed = 1;
     pthread_cond_signal(&cv_query_release_cond);
     return 1;
-#endif
 }
+#else
+static int cv_arm_query_release(unsigned ms) {
+    (void)ms;
+    return 0;
+}
+#endif
 
 void *cv_query_buffer_alloc(size_t bytes, size_t *length) {
     const size_t wanted = cv_page_length(bytes);
